@@ -1,0 +1,17 @@
+"""Companion package of the course *The Transformer, taught from scratch*.
+
+The package holds one Transformer written twice, with the same names, signatures
+and numbers::
+
+    from course_pkg import torch as cp        # PyTorch
+    from course_pkg import tensorflow as cp   # TensorFlow / Keras 3
+
+``course_pkg.reference`` is the NumPy oracle both are tested against, and
+``course_pkg.interop`` copies weights between the two frameworks.
+
+Importing ``course_pkg`` itself imports neither framework.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,139 @@
+"""Argument checks shared by both frameworks (framework-free, pure Python).
+
+Each framework subpackage turns its tensors' static facts (shape tuples, dtype
+names, Python ints) into plain values and calls these functions, so that the
+two implementations reject bad input with the very same messages.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+Shape = Sequence[Optional[int]]
+
+
+def check_heads(d_model: int, num_heads: int) -> int:
+    """Return ``depth = d_model // num_heads``; raise if the split is not exact."""
+    for name, value in (("d_model", d_model), ("num_heads", num_heads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}: "
+            "each head gets d_model / num_heads features, so choose d_model as a "
+            "multiple of num_heads"
+        )
+    return d_model // num_heads
+
+
+def check_positive(**values: int) -> None:
+    """Raise ``ValueError`` unless every keyword value is a positive int."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def check_dropout(rate: float) -> None:
+    """Raise ``ValueError`` unless ``0 <= rate < 1``."""
+    if not isinstance(rate, (int, float)) or not 0.0 <= float(rate) < 1.0:
+        raise ValueError(f"dropout must be a float in [0, 1), got {rate!r}")
+
+
+def check_mask_shape(mask_shape: Shape, logits_shape: Shape) -> None:
+    """Raise ``ValueError`` unless the mask broadcasts to the logits' shape.
+
+    Broadcasting may only add or stretch axes of the mask, never the logits:
+    a ``(batch, 1, 1, Tk)`` mask fits ``(batch, heads, Tq, Tk)`` logits, a
+    ``(Tk,)`` mask for other keys does not. ``None`` (unknown) matches anything.
+    """
+    mask_shape, logits_shape = tuple(mask_shape), tuple(logits_shape)
+    ok = len(mask_shape) <= len(logits_shape)
+    if ok:
+        for m, l in zip(reversed(mask_shape), reversed(logits_shape)):
+            if m is None or l is None or m == 1 or m == l:
+                continue
+            ok = False
+            break
+    if not ok:
+        raise ValueError(
+            f"mask of shape {mask_shape} does not broadcast to the attention "
+            f"logits of shape {logits_shape} (..., q_len, k_len); expected e.g. "
+            "(batch, 1, 1, k_len) for padding or (q_len, k_len) / "
+            "(batch, 1, q_len, k_len) for look-ahead masks"
+        )
+
+
+def check_matching_depth(q_shape: Shape, k_shape: Shape, v_shape: Shape) -> None:
+    """Raise ``ValueError`` unless query/key depths and key/value lengths agree."""
+    if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2:
+        raise ValueError(
+            "query, key and value need at least 2 axes (..., length, depth), got "
+            f"shapes {tuple(q_shape)}, {tuple(k_shape)}, {tuple(v_shape)}"
+        )
+    qd, kd = q_shape[-1], k_shape[-1]
+    if qd is not None and kd is not None and qd != kd:
+        raise ValueError(
+            f"query depth {qd} differs from key depth {kd}: "
+            "the dot product q·k needs equal depths"
+        )
+    kl, vl = k_shape[-2], v_shape[-2]
+    if kl is not None and vl is not None and kl != vl:
+        raise ValueError(
+            f"key length {kl} differs from value length {vl}: "
+            "each key needs exactly one value"
+        )
+
+
+def check_features(shape: Shape, d_model: int, what: str = "input") -> None:
+    """Raise ``ValueError`` unless ``shape`` is ``(batch, length, d_model)``."""
+    shape = tuple(shape)
+    if len(shape) != 3 or (shape[-1] is not None and shape[-1] != d_model):
+        raise ValueError(
+            f"{what} must have shape (batch, length, {d_model}), got {shape}"
+        )
+
+
+def check_token_dtype(is_integer: bool, dtype_name: str) -> None:
+    """Raise ``TypeError`` for token ids that are not integers."""
+    if not is_integer:
+        raise TypeError(
+            f"token ids must be an integer tensor (int32 or int64), got dtype "
+            f"{dtype_name}; cast them, e.g. tokens.long() / tf.cast(tokens, tf.int32)"
+        )
+
+
+def check_token_rank(shape: Shape) -> None:
+    """Raise ``ValueError`` unless token ids are ``(batch, length)``."""
+    if len(tuple(shape)) != 2:
+        raise ValueError(f"token ids must have shape (batch, length), got {tuple(shape)}")
+
+
+def check_token_range(lowest: int, highest: int, vocab_size: int) -> None:
+    """Raise ``ValueError`` unless every id lies in ``[0, vocab_size)``."""
+    if lowest < 0 or highest >= vocab_size:
+        raise ValueError(
+            f"token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}, "
+            f"got ids from {lowest} to {highest}"
+        )
+
+
+def check_length(length: Optional[int], max_len: int) -> None:
+    """Raise ``ValueError`` for sequences longer than the positional table."""
+    if length is not None and length > max_len:
+        raise ValueError(
+            f"sequence length {length} exceeds max_len={max_len}: the positional "
+            "encoding table has max_len rows; build the model with a larger max_len "
+            "or truncate the input"
+        )
+
+
+def unpack_pair(inputs):
+    """Split ``(src_tokens, tgt_tokens)`` passed as one argument (as Keras' ``fit`` does)."""
+    if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
+        return inputs[0], inputs[1]
+    if isinstance(inputs, dict) and set(inputs) == {"src_tokens", "tgt_tokens"}:
+        return inputs["src_tokens"], inputs["tgt_tokens"]
+    raise TypeError(
+        "Transformer expects (src_tokens, tgt_tokens): two arguments, a pair, or a dict with "
+        f"those keys; got a single {type(inputs).__name__}"
+    )

@@ -1,0 +1,89 @@
+"""Attention masks in the course's convention, and converters to the frameworks'.
+
+The course mask is a float tensor with **1.0 = blocked** and **0.0 = may
+attend**; :func:`~course_pkg.tensorflow.scaled_dot_product_attention` gives
+blocked positions a weight of exactly zero. The frameworks' own layers spell
+masks differently:
+
+=====================================  ===============================
+layer                                  boolean mask means
+=====================================  ===============================
+``torch.nn.MultiheadAttention``        ``True`` = blocked  (:func:`to_blocked_mask`)
+``torch.nn.Transformer*Layer``         ``True`` = blocked  (:func:`to_blocked_mask`)
+``F.scaled_dot_product_attention``     ``True`` = may attend (:func:`to_attend_mask`)
+``keras.layers.MultiHeadAttention``    ``True`` = may attend (:func:`to_attend_mask`)
+=====================================  ===============================
+
+``keras.layers.MultiHeadAttention`` wants ``attention_mask`` of shape
+``(batch, q_len, k_len)``: drop the course mask's head axis (``mask[:, 0]``)
+after converting it.
+"""
+
+import tensorflow as tf
+
+
+def create_padding_mask(tokens, pad_id=0):
+    """Block the keys that are padding.
+
+    Args:
+        tokens: integer token ids.
+        pad_id: the id of the padding token.
+
+    Returns:
+        float32 mask, 1.0 where ``tokens == pad_id``.
+
+    Shape:
+        (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
+    """
+    tokens = tf.convert_to_tensor(tokens)
+    mask = tf.cast(tf.equal(tokens, tf.cast(pad_id, tokens.dtype)), tf.float32)
+    return mask[:, tf.newaxis, tf.newaxis, :]  # (batch, 1, 1, seq)
+
+
+def create_look_ahead_mask(size):
+    """Block every position after the query's own (strictly above the diagonal).
+
+    Shape:
+        () -> (size, size) float32.
+    """
+    ones = tf.ones((size, size), dtype=tf.float32)
+    return ones - tf.linalg.band_part(ones, -1, 0)  # (size, size)
+
+
+def create_combined_mask(tokens, pad_id=0):
+    """The decoder's self-attention mask: look-ahead OR padding (element-wise max).
+
+    Shape:
+        (batch, seq) -> (batch, 1, seq, seq) float32.
+    """
+    tokens = tf.convert_to_tensor(tokens)
+    look_ahead = create_look_ahead_mask(tf.shape(tokens)[1])  # (seq, seq)
+    return tf.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def to_attend_mask(mask):
+    """Course mask -> boolean mask with **True = may attend**.
+
+    For ``F.scaled_dot_product_attention(attn_mask=...)`` and
+    ``keras.layers.MultiHeadAttention(attention_mask=...)``. Shape is kept.
+    """
+    return tf.equal(tf.convert_to_tensor(mask), 0)
+
+
+def to_blocked_mask(mask):
+    """Course mask -> boolean mask with **True = blocked**.
+
+    For ``torch.nn.MultiheadAttention(attn_mask=..., key_padding_mask=...)`` and
+    the ``torch.nn.Transformer*Layer`` masks. Shape is kept.
+    """
+    return tf.not_equal(tf.convert_to_tensor(mask), 0)
+
+
+def from_attend_mask(mask):
+    """Boolean mask with True = may attend -> course float32 mask. Shape is kept."""
+    return tf.cast(tf.logical_not(tf.cast(mask, tf.bool)), tf.float32)
+
+
+def from_blocked_mask(mask):
+    """Boolean mask with True = blocked -> course float32 mask. Shape is kept."""
+    return tf.cast(tf.cast(mask, tf.bool), tf.float32)

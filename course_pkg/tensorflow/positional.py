@@ -1,0 +1,83 @@
+"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5)."""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+from .._checks import (
+    check_length,
+    check_positive,
+    check_token_dtype,
+    check_token_range,
+    check_token_rank,
+)
+from ._layers import embedding, is_integer
+
+
+def positional_encoding(length, d_model):
+    """The sinusoidal position table.
+
+    PE(pos, 2i) = sin(pos / 10000^(2i / d_model)),
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model)).
+    Angles are computed in float64 so that long tables stay exact in float32.
+
+    Shape:
+        () -> (length, d_model) float32.
+    """
+    pos = tf.range(length, dtype=tf.float64)[:, tf.newaxis]  # (length, 1)
+    two_i = tf.range(d_model) // 2 * 2  # 0, 0, 2, 2, ...
+    angles = pos / tf.pow(tf.constant(10000.0, tf.float64), tf.cast(two_i, tf.float64) / d_model)
+    even = tf.range(d_model) % 2 == 0  # (d_model,)
+    return tf.cast(tf.where(even, tf.sin(angles), tf.cos(angles)), tf.float32)
+
+
+def check_tokens(tokens, vocab_size, max_len):
+    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
+
+    Valid: an integer tensor of shape (batch, length) with ``length <= max_len``
+    and every id in ``[0, vocab_size)``. Inside a ``tf.function`` only the
+    static checks run.
+    """
+    check_token_dtype(is_integer(tokens), tokens.dtype.name)
+    check_token_rank(tokens.shape)
+    check_length(tokens.shape[1], max_len)
+    if tf.executing_eagerly() and tf.size(tokens) > 0:
+        check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
+
+
+@keras.saving.register_keras_serializable(package="course_pkg")
+class PositionalEmbedding(layers.Layer):
+    """Token embedding × √d_model plus the positional encoding.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model: embedding width.
+        max_len: longest sequence the position table covers.
+
+    Shape:
+        tokens (batch, seq) int -> (batch, seq, d_model).
+    """
+
+    def __init__(self, vocab_size, d_model, max_len, **kwargs):
+        super().__init__(**kwargs)
+        check_positive(vocab_size=vocab_size, d_model=d_model, max_len=max_len)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_len = max_len
+        self.token_embedding = embedding(vocab_size, d_model, "token_embedding", self.dtype_policy)
+        self.pe = positional_encoding(max_len, d_model)  # a constant, not a weight
+        self.built = True
+
+    def call(self, tokens, training=None):
+        tokens = tf.convert_to_tensor(tokens)
+        check_tokens(tokens, self.vocab_size, self.max_len)
+        seq = tf.shape(tokens)[1]
+        x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
+        return x + tf.cast(self.pe[:seq], x.dtype)  # (batch, seq, d_model)
+
+    def get_config(self):
+        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
+                "max_len": self.max_len}

@@ -1,0 +1,96 @@
+"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017, §3.2)."""
+
+import math
+
+import torch
+from torch import nn
+
+from .._checks import check_features, check_heads, check_mask_shape, check_matching_depth
+from ._layers import dense
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V.
+
+    Args:
+        query: queries.
+        key: keys, one per value.
+        value: values.
+        mask: optional course mask (1.0 = blocked, 0.0 = may attend) that
+            broadcasts to the logits' shape ``(..., Tq, Tk)``.
+
+    Returns:
+        ``(output, attention_weights)``. Blocked positions get a weight of
+        exactly 0; a fully blocked row gets all-zero weights and a zero output
+        (never NaN). The softmax runs in float32 whatever the input dtype.
+
+    Shape:
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) ->
+        output (..., Tq, dv), attention_weights (..., Tq, Tk).
+    """
+    check_matching_depth(query.shape, key.shape, value.shape)
+    logits = torch.matmul(query, key.transpose(-2, -1)).float()  # (..., Tq, Tk)
+    logits = logits / math.sqrt(key.shape[-1])
+    if mask is not None:
+        mask = torch.as_tensor(mask, device=logits.device)
+        check_mask_shape(mask.shape, logits.shape)
+        blocked = mask != 0  # (..., Tq, Tk) after broadcasting
+        logits = logits.masked_fill(blocked, torch.finfo(torch.float32).min)
+    weights = torch.softmax(logits, dim=-1)  # (..., Tq, Tk)
+    if mask is not None:
+        weights = weights.masked_fill(blocked, 0.0)  # exact zeros, also in full rows
+    weights = weights.to(value.dtype)
+    return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
+
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
+    head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i). The per-head projections are
+    stored together as the four dense layers ``wq, wk, wv, wo`` (with bias).
+
+    Args:
+        d_model: model width; must be a multiple of ``num_heads``.
+        num_heads: number of heads; each gets ``depth = d_model // num_heads``.
+
+    Shape:
+        query (batch, Tq, d_model), key and value (batch, Tk, d_model),
+        mask broadcastable to (batch, heads, Tq, Tk) ->
+        output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
+    """
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.depth = check_heads(d_model, num_heads)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.wq = dense(d_model, d_model)
+        self.wk = dense(d_model, d_model)
+        self.wv = dense(d_model, d_model)
+        self.wo = dense(d_model, d_model)
+
+    def split_heads(self, x):
+        """(batch, seq, d_model) -> (batch, heads, seq, depth)."""
+        batch, seq = x.shape[0], x.shape[1]
+        x = x.reshape(batch, seq, self.num_heads, self.depth)  # (batch, seq, heads, depth)
+        return x.transpose(1, 2)  # (batch, heads, seq, depth)
+
+    def combine_heads(self, x):
+        """(batch, heads, seq, depth) -> (batch, seq, d_model)."""
+        batch, seq = x.shape[0], x.shape[2]
+        x = x.transpose(1, 2)  # (batch, seq, heads, depth)
+        return x.reshape(batch, seq, self.d_model)  # (batch, seq, d_model)
+
+    def forward(self, query, key, value, mask=None):
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            check_features(tensor.shape, self.d_model, name)
+        q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
+        k = self.split_heads(self.wk(key))  # (batch, heads, Tk, depth)
+        v = self.split_heads(self.wv(value))  # (batch, heads, Tk, depth)
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
+        return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
+
+    def get_config(self):
+        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        return {"d_model": self.d_model, "num_heads": self.num_heads}

@@ -1,0 +1,97 @@
+"""The encoder: a stack of self-attention + feed-forward layers (Vaswani et al., 2017, §3.1)."""
+
+from torch import nn
+
+from .._checks import check_dropout, check_positive
+from ._layers import layer_norm
+from .attention import MultiHeadAttention
+from .feed_forward import FeedForward
+from .positional import PositionalEmbedding
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer, post-LN as in the paper.
+
+    ``x = norm1(x + dropout1(self_attn(x, x, x, mask)))``
+    ``x = norm2(x + dropout2(ffn(x)))``
+
+    Args:
+        d_model: model width.
+        num_heads: attention heads (must divide ``d_model``).
+        dff: feed-forward hidden width.
+        dropout: dropout rate on each sub-layer's output (and inside the FFN).
+
+    Call:
+        ``layer(x, mask=None, return_attention=False)``; ``mask`` is a course
+        mask (1.0 = blocked), typically the source padding mask. With
+        ``return_attention=True`` returns ``(x, attention_weights)``.
+
+    Shape:
+        x (batch, seq, d_model), mask (batch, 1, 1, seq) -> (batch, seq, d_model);
+        attention_weights (batch, heads, seq, seq).
+    """
+
+    def __init__(self, d_model, num_heads, dff, dropout=0.1):
+        super().__init__()
+        check_dropout(dropout)
+        self.d_model, self.num_heads, self.dff, self.rate = d_model, num_heads, dff, dropout
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ffn = FeedForward(d_model, dff, dropout)
+        self.norm1 = layer_norm(d_model)
+        self.norm2 = layer_norm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None, return_attention=False):
+        attn, weights = self.self_attn(x, x, x, mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
+        x = self.norm1(x + self.dropout1(attn))  # (batch, seq, d_model)
+        x = self.norm2(x + self.dropout2(self.ffn(x)))  # (batch, seq, d_model)
+        return (x, weights) if return_attention else x
+
+    def get_config(self):
+        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        return {"d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
+                "dropout": self.rate}
+
+
+class Encoder(nn.Module):
+    """Positional embedding, dropout, then ``num_layers`` encoder layers.
+
+    Args:
+        num_layers: number of :class:`EncoderLayer` (6 in the paper).
+        d_model, num_heads, dff, dropout: as for :class:`EncoderLayer`.
+        vocab_size: source vocabulary size.
+        max_len: longest source sequence.
+
+    Call:
+        ``encoder(tokens, mask=None, return_attention=False)``; with
+        ``return_attention=True`` returns ``(x, [attention_weights per layer])``.
+
+    Shape:
+        tokens (batch, seq) int, mask (batch, 1, 1, seq) -> (batch, seq, d_model).
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1):
+        super().__init__()
+        check_positive(num_layers=num_layers)
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_len, self.rate = vocab_size, max_len, dropout
+        self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            [EncoderLayer(d_model, num_heads, dff, dropout) for _ in range(num_layers)]
+        )
+
+    def forward(self, tokens, mask=None, return_attention=False):
+        x = self.dropout(self.embedding(tokens))  # (batch, seq, d_model)
+        maps = []
+        for layer in self.layers:
+            x, weights = layer(x, mask, return_attention=True)  # weights: (batch, heads, seq, seq)
+            maps.append(weights)
+        return (x, maps) if return_attention else x
+
+    def get_config(self):
+        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        return {"num_layers": self.num_layers, "d_model": self.d_model,
+                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
+                "max_len": self.max_len, "dropout": self.rate}

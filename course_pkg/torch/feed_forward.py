@@ -1,0 +1,40 @@
+"""The position-wise feed-forward network (Vaswani et al., 2017, §3.3)."""
+
+import torch
+from torch import nn
+
+from .._checks import check_dropout, check_positive
+from ._layers import dense
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike.
+
+    Dropout acts on the hidden layer, as in ``torch.nn.TransformerEncoderLayer``.
+
+    Args:
+        d_model: input and output width.
+        dff: hidden width (2048 in the paper, 4 × d_model).
+        dropout: dropout rate on the hidden activations.
+
+    Shape:
+        (batch, seq, d_model) -> (batch, seq, d_model).
+    """
+
+    def __init__(self, d_model, dff, dropout=0.1):
+        super().__init__()
+        check_positive(d_model=d_model, dff=dff)
+        check_dropout(dropout)
+        self.d_model, self.dff, self.rate = d_model, dff, dropout
+        self.w1 = dense(d_model, dff)
+        self.dropout = nn.Dropout(dropout)
+        self.w2 = dense(dff, d_model)
+
+    def forward(self, x):
+        hidden = torch.relu(self.w1(x))  # (batch, seq, dff)
+        return self.w2(self.dropout(hidden))  # (batch, seq, d_model)
+
+    def get_config(self):
+        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        return {"d_model": self.d_model, "dff": self.dff, "dropout": self.rate}
+

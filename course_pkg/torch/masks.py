@@ -1,0 +1,87 @@
+"""Attention masks in the course's convention, and converters to PyTorch's.
+
+The course mask is a float tensor with **1.0 = blocked** and **0.0 = may
+attend**; :func:`~course_pkg.torch.scaled_dot_product_attention` gives blocked
+positions a weight of exactly zero. PyTorch's own layers spell masks
+differently:
+
+=====================================  ===============================
+layer                                  boolean mask means
+=====================================  ===============================
+``torch.nn.MultiheadAttention``        ``True`` = blocked  (:func:`to_blocked_mask`)
+``torch.nn.Transformer*Layer``         ``True`` = blocked  (:func:`to_blocked_mask`)
+``F.scaled_dot_product_attention``     ``True`` = may attend (:func:`to_attend_mask`)
+``keras.layers.MultiHeadAttention``    ``True`` = may attend (:func:`to_attend_mask`)
+=====================================  ===============================
+
+``nn.MultiheadAttention`` wants ``attn_mask`` of shape ``(q_len, k_len)`` or
+``(batch * heads, q_len, k_len)`` and a ``key_padding_mask`` of shape
+``(batch, k_len)``: squeeze or expand the converted mask to fit.
+"""
+
+import torch
+
+
+def create_padding_mask(tokens, pad_id=0):
+    """Block the keys that are padding.
+
+    Args:
+        tokens: integer token ids.
+        pad_id: the id of the padding token.
+
+    Returns:
+        float32 mask, 1.0 where ``tokens == pad_id``.
+
+    Shape:
+        (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
+    """
+    tokens = torch.as_tensor(tokens)
+    return (tokens == pad_id).to(torch.float32)[:, None, None, :]  # (batch, 1, 1, seq)
+
+
+def create_look_ahead_mask(size):
+    """Block every position after the query's own (strictly above the diagonal).
+
+    Shape:
+        () -> (size, size) float32.
+    """
+    return torch.triu(torch.ones(size, size, dtype=torch.float32), diagonal=1)  # (size, size)
+
+
+def create_combined_mask(tokens, pad_id=0):
+    """The decoder's self-attention mask: look-ahead OR padding (element-wise max).
+
+    Shape:
+        (batch, seq) -> (batch, 1, seq, seq) float32.
+    """
+    tokens = torch.as_tensor(tokens)
+    look_ahead = create_look_ahead_mask(tokens.shape[1]).to(tokens.device)  # (seq, seq)
+    return torch.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def to_attend_mask(mask):
+    """Course mask -> boolean mask with **True = may attend**.
+
+    For ``F.scaled_dot_product_attention(attn_mask=...)`` and
+    ``keras.layers.MultiHeadAttention(attention_mask=...)``. Shape is kept.
+    """
+    return torch.as_tensor(mask) == 0
+
+
+def to_blocked_mask(mask):
+    """Course mask -> boolean mask with **True = blocked**.
+
+    For ``torch.nn.MultiheadAttention(attn_mask=..., key_padding_mask=...)`` and
+    the ``torch.nn.Transformer*Layer`` masks. Shape is kept.
+    """
+    return torch.as_tensor(mask) != 0
+
+
+def from_attend_mask(mask):
+    """Boolean mask with True = may attend -> course float32 mask. Shape is kept."""
+    return torch.logical_not(torch.as_tensor(mask).bool()).to(torch.float32)
+
+
+def from_blocked_mask(mask):
+    """Boolean mask with True = blocked -> course float32 mask. Shape is kept."""
+    return torch.as_tensor(mask).bool().to(torch.float32)

@@ -1,0 +1,77 @@
+"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5)."""
+
+import math
+
+import torch
+from torch import nn
+
+from .._checks import (
+    check_length,
+    check_positive,
+    check_token_dtype,
+    check_token_range,
+    check_token_rank,
+)
+from ._layers import embedding, is_integer
+
+
+def positional_encoding(length, d_model):
+    """The sinusoidal position table.
+
+    PE(pos, 2i) = sin(pos / 10000^(2i / d_model)),
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model)).
+    Angles are computed in float64 so that long tables stay exact in float32.
+
+    Shape:
+        () -> (length, d_model) float32.
+    """
+    pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    two_i = torch.div(torch.arange(d_model), 2, rounding_mode="floor") * 2  # 0, 0, 2, 2, ...
+    angles = pos / torch.pow(10000.0, two_i.to(torch.float64) / d_model)  # (length, d_model)
+    even = torch.arange(d_model) % 2 == 0  # (d_model,)
+    return torch.where(even, torch.sin(angles), torch.cos(angles)).to(torch.float32)
+
+
+def check_tokens(tokens, vocab_size, max_len):
+    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
+
+    Valid: an integer tensor of shape (batch, length) with ``length <= max_len``
+    and every id in ``[0, vocab_size)``.
+    """
+    check_token_dtype(is_integer(tokens), str(tokens.dtype))
+    check_token_rank(tokens.shape)
+    check_length(tokens.shape[1], max_len)
+    if tokens.numel():
+        check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
+
+
+class PositionalEmbedding(nn.Module):
+    """Token embedding × √d_model plus the positional encoding.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model: embedding width.
+        max_len: longest sequence the position table covers.
+
+    Shape:
+        tokens (batch, seq) int -> (batch, seq, d_model).
+    """
+
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        check_positive(vocab_size=vocab_size, d_model=d_model, max_len=max_len)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_len = max_len
+        self.token_embedding = embedding(vocab_size, d_model)
+        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, tokens):
+        check_tokens(tokens, self.vocab_size, self.max_len)
+        seq = tokens.shape[1]
+        x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
+        return x + self.pe[:seq].to(x.dtype)  # (batch, seq, d_model)
+
+    def get_config(self):
+        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        return {"vocab_size": self.vocab_size, "d_model": self.d_model, "max_len": self.max_len}
