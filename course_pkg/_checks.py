@@ -98,7 +98,7 @@ def check_token_dtype(is_integer: bool, dtype_name: str) -> None:
     if not is_integer:
         raise TypeError(
             f"token ids must be an integer tensor (int32 or int64), got dtype "
-            f"{dtype_name}; cast them, e.g. tokens.long() / tf.cast(tokens, tf.int32)"
+            f"{dtype_name}; cast them to int32 or int64 first"
         )
 
 

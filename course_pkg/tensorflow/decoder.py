@@ -1,6 +1,7 @@
 """The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1)."""
 
 import keras
+import tensorflow as tf
 from keras import layers
 
 from .._checks import check_dropout, check_positive
@@ -55,13 +56,36 @@ class DecoderLayer(layers.Layer):
 
     def call(self, x, enc_output, look_ahead_mask=None, padding_mask=None,
              return_attention=False, training=None):
-        attn, self_weights = self.self_attn(x, x, x, look_ahead_mask, training=training)  # (batch, tgt, d_model)
+        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask, training=training)  # (batch, tgt, d_model)
         x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, tgt, d_model)
-        attn, cross_weights = self.cross_attn(x, enc_output, enc_output, padding_mask,
+        attn, cross_weights = self.cross_attn(x, enc_output, enc_output, mask=padding_mask,
                                               training=training)
         x = self.norm2(x + self.dropout2(attn, training=training))  # (batch, tgt, d_model)
         x = self.norm3(x + self.dropout3(self.ffn(x, training=training), training=training))  # (batch, tgt, d_model)
         return (x, self_weights, cross_weights) if return_attention else x
+
+    def step(self, x, cache, look_ahead_mask=None, padding_mask=None, training=None):
+        """Decode new positions only, reusing cached keys and values.
+
+        ``cache`` holds this layer's ``self_k``/``self_v`` for the positions
+        decoded so far and ``cross_k``/``cross_v`` of the encoder output (see
+        :meth:`Decoder.init_cache`). The result equals the full call over the
+        whole prefix, at the new positions, without recomputing the past.
+
+        Shape:
+            x (batch, new, d_model), cache["self_k"] (batch, heads, past, depth),
+            look_ahead_mask (batch, 1, new, past + new) ->
+            (batch, new, d_model), cache with (batch, heads, past + new, depth).
+        """
+        k, v = self.self_attn.project_kv(x, x)  # (batch, heads, new, depth)
+        k = tf.concat([cache["self_k"], k], axis=2)  # (batch, heads, past + new, depth)
+        v = tf.concat([cache["self_v"], v], axis=2)  # (batch, heads, past + new, depth)
+        attn, _ = self.self_attn.attend(x, k, v, look_ahead_mask)  # (batch, new, d_model)
+        x = self.norm1(x + self.dropout1(attn, training=training))
+        attn, _ = self.cross_attn.attend(x, cache["cross_k"], cache["cross_v"], padding_mask)
+        x = self.norm2(x + self.dropout2(attn, training=training))
+        x = self.norm3(x + self.dropout3(self.ffn(x, training=training), training=training))  # (batch, new, d_model)
+        return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""
@@ -108,11 +132,41 @@ class Decoder(layers.Layer):
         self_maps, cross_maps = [], []
         for layer in self.layers:
             x, self_weights, cross_weights = layer(
-                x, enc_output, look_ahead_mask, padding_mask, return_attention=True, training=training
+                x, enc_output, look_ahead_mask=look_ahead_mask, padding_mask=padding_mask,
+                return_attention=True, training=training
             )
             self_maps.append(self_weights)  # (batch, heads, tgt_len, tgt_len)
             cross_maps.append(cross_weights)  # (batch, heads, tgt_len, src_len)
         return (x, self_maps, cross_maps) if return_attention else x
+
+    def init_cache(self, enc_output):
+        """Start incremental decoding: project the encoder output once per layer.
+
+        Returns one dict per layer with ``cross_k``, ``cross_v``
+        (batch, heads, src_len, depth) and empty ``self_k``, ``self_v``
+        (batch, heads, 0, depth), to be grown by :meth:`step`.
+        """
+        cache = []
+        for layer in self.layers:
+            cross_k, cross_v = layer.cross_attn.project_kv(enc_output, enc_output)
+            empty = cross_k[:, :, :0]  # (batch, heads, 0, depth)
+            cache.append({"self_k": empty, "self_v": empty, "cross_k": cross_k, "cross_v": cross_v})
+        return cache
+
+    def step(self, tokens, cache, look_ahead_mask=None, padding_mask=None, training=None):
+        """Decode the new ``tokens`` that follow the positions already in ``cache``.
+
+        Shape:
+            tokens (batch, new) int, look_ahead_mask (batch, 1, new, past + new)
+            -> (batch, new, d_model), the grown cache.
+        """
+        past = cache[0]["self_k"].shape[2]
+        x = self.dropout(self.embedding(tokens, start=past), training=training)  # (batch, new, d_model)
+        new_cache = []
+        for layer, layer_cache in zip(self.layers, cache):
+            x, layer_cache = layer.step(x, layer_cache, look_ahead_mask, padding_mask, training=training)
+            new_cache.append(layer_cache)
+        return x, new_cache
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""

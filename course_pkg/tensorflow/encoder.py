@@ -46,10 +46,14 @@ class EncoderLayer(layers.Layer):
         self.built = True
 
     def call(self, x, mask=None, return_attention=False, training=None):
-        attn, weights = self.self_attn(x, x, x, mask, training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
+        attn, weights = self.self_attn(x, x, x, mask=mask, training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
         x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, seq, d_model)
         x = self.norm2(x + self.dropout2(self.ffn(x, training=training), training=training))  # (batch, seq, d_model)
         return (x, weights) if return_attention else x
+
+    def compute_mask(self, *args, **kwargs):
+        """No Keras mask propagation: the course passes its masks explicitly."""
+        return None
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""
@@ -93,9 +97,13 @@ class Encoder(layers.Layer):
         x = self.dropout(self.embedding(tokens), training=training)  # (batch, seq, d_model)
         maps = []
         for layer in self.layers:
-            x, weights = layer(x, mask, return_attention=True, training=training)  # weights: (batch, heads, seq, seq)
+            x, weights = layer(x, mask=mask, return_attention=True, training=training)  # weights: (batch, heads, seq, seq)
             maps.append(weights)
         return (x, maps) if return_attention else x
+
+    def compute_mask(self, *args, **kwargs):
+        """No Keras mask propagation: the course passes its masks explicitly."""
+        return None
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""

@@ -33,16 +33,17 @@ def positional_encoding(length, d_model):
     return tf.cast(tf.where(even, tf.sin(angles), tf.cos(angles)), tf.float32)
 
 
-def check_tokens(tokens, vocab_size, max_len):
+def check_tokens(tokens, vocab_size, max_len, start=0):
     """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
 
-    Valid: an integer tensor of shape (batch, length) with ``length <= max_len``
-    and every id in ``[0, vocab_size)``. Inside a ``tf.function`` only the
+    Valid: an integer tensor of shape (batch, length) with
+    ``start + length <= max_len`` and every id in ``[0, vocab_size)``. Inside a ``tf.function`` only the
     static checks run.
     """
     check_token_dtype(is_integer(tokens), tokens.dtype.name)
     check_token_rank(tokens.shape)
-    check_length(tokens.shape[1], max_len)
+    length = tokens.shape[1]
+    check_length(None if length is None else start + length, max_len)
     if tf.executing_eagerly() and tf.size(tokens) > 0:
         check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
 
@@ -55,6 +56,10 @@ class PositionalEmbedding(layers.Layer):
         vocab_size: number of token ids.
         d_model: embedding width.
         max_len: longest sequence the position table covers.
+
+    Call:
+        ``embedding(tokens, start=0)``: the tokens sit at positions
+        ``start, start + 1, ...`` (``start > 0`` when decoding step by step).
 
     Shape:
         tokens (batch, seq) int -> (batch, seq, d_model).
@@ -70,12 +75,12 @@ class PositionalEmbedding(layers.Layer):
         self.pe = positional_encoding(max_len, d_model)  # a constant, not a weight
         self.built = True
 
-    def call(self, tokens, training=None):
+    def call(self, tokens, start=0, training=None):
         tokens = tf.convert_to_tensor(tokens)
-        check_tokens(tokens, self.vocab_size, self.max_len)
+        check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tf.shape(tokens)[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
-        return x + tf.cast(self.pe[:seq], x.dtype)  # (batch, seq, d_model)
+        return x + tf.cast(self.pe[start:start + seq], x.dtype)  # (batch, seq, d_model)
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""

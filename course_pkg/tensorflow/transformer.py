@@ -1,12 +1,13 @@
 """The whole Transformer: encoder, decoder and the final projection to the vocabulary."""
 
 import keras
+import tensorflow as tf
 
 from .._checks import unpack_pair
 from ._layers import dense
 from .decoder import Decoder
 from .encoder import Encoder
-from .masks import create_combined_mask, create_padding_mask
+from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -61,16 +62,57 @@ class Transformer(keras.Model):
             src_tokens, tgt_tokens = unpack_pair(src_tokens)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
-        enc_output, enc_maps = self.encoder(src_tokens, src_mask, return_attention=True,
+        enc_output, enc_maps = self.encoder(src_tokens, mask=src_mask, return_attention=True,
                                            training=training)
         dec_output, self_maps, cross_maps = self.decoder(
-            tgt_tokens, enc_output, tgt_mask, src_mask, return_attention=True, training=training
+            tgt_tokens, enc_output, look_ahead_mask=tgt_mask, padding_mask=src_mask,
+            return_attention=True, training=training
         )  # (batch, tgt_len, d_model)
         logits = self.final_layer(dec_output)  # (batch, tgt_len, target_vocab_size)
         if not return_attention:
             return logits
         return logits, {"encoder_self": enc_maps, "decoder_self": self_maps,
                         "decoder_cross": cross_maps}
+
+    def encode(self, src_tokens, training=None):
+        """Run the encoder once. Returns ``(enc_output, src_mask)``.
+
+        Shape:
+            src_tokens (batch, src_len) int ->
+            enc_output (batch, src_len, d_model), src_mask (batch, 1, 1, src_len).
+        """
+        src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
+        return self.encoder(src_tokens, mask=src_mask, training=training), src_mask
+
+    def start_decoding(self, src_tokens):
+        """Encode the source; return the state that :meth:`decode_step` grows.
+
+        The state is a dict of batch-first tensors (and lists of dicts of them):
+        the source mask, the target padding seen so far and every decoder
+        layer's key/value cache.
+        """
+        enc_output, src_mask = self.encode(src_tokens)
+        return {"src_mask": src_mask, "tgt_pad": src_mask[..., :0],
+                "layers": self.decoder.init_cache(enc_output)}
+
+    def decode_step(self, tgt_tokens, state):
+        """Logits for new target tokens, attending to all earlier ones via the cache.
+
+        Incremental decoding: each call costs O(new) instead of recomputing the
+        whole prefix, and gives the logits that ``model(src, prefix)`` gives at
+        the new positions (within float rounding).
+
+        Shape:
+            tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
+        """
+        tgt_tokens = tf.convert_to_tensor(tgt_tokens)
+        past, new = state["tgt_pad"].shape[-1], tgt_tokens.shape[1]
+        tgt_pad = tf.concat([state["tgt_pad"], create_padding_mask(tgt_tokens, self.pad_id)], axis=-1)
+        look_ahead = create_look_ahead_mask(past + new)[past:]  # (new, past + new)
+        mask = tf.maximum(look_ahead, tgt_pad)  # (batch, 1, new, past + new)
+        x, layers = self.decoder.step(tgt_tokens, state["layers"], mask, state["src_mask"])
+        logits = self.final_layer(x)  # (batch, new, target_vocab_size)
+        return logits, {**state, "tgt_pad": tgt_pad, "layers": layers}
 
     def get_config(self):
         """The constructor arguments (and Keras' own: name, dtype, trainable)."""

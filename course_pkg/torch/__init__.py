@@ -6,6 +6,7 @@ PyTorch only.
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .decoder import Decoder, DecoderLayer
+from .decoding import beam_search, greedy_decode
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
 from .masks import (
@@ -27,3 +28,6 @@ __all__ = [
     "positional_encoding", "PositionalEmbedding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
 ]
+
+# Decoding (greedy, beam search) for any model with start_decoding/decode_step.
+__all__ += ["greedy_decode", "beam_search"]

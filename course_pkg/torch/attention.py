@@ -83,11 +83,28 @@ class MultiHeadAttention(nn.Module):
         return x.reshape(batch, seq, self.d_model)  # (batch, seq, d_model)
 
     def forward(self, query, key, value, mask=None):
-        for name, tensor in (("query", query), ("key", key), ("value", value)):
-            check_features(tensor.shape, self.d_model, name)
+        k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
+        return self.attend(query, k, v, mask)
+
+    def project_kv(self, key, value):
+        """Project and split keys and values: the part a decoding cache can keep.
+
+        Shape:
+            key, value (batch, Tk, d_model) -> k, v (batch, heads, Tk, depth).
+        """
+        check_features(key.shape, self.d_model, "key")
+        check_features(value.shape, self.d_model, "value")
+        return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
+
+    def attend(self, query, k, v, mask=None):
+        """Attend from ``query`` to keys/values already projected by :meth:`project_kv`.
+
+        Shape:
+            query (batch, Tq, d_model), k and v (batch, heads, Tk, depth) ->
+            output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
+        """
+        check_features(query.shape, self.d_model, "query")
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
-        k = self.split_heads(self.wk(key))  # (batch, heads, Tk, depth)
-        v = self.split_heads(self.wv(value))  # (batch, heads, Tk, depth)
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
         return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
 

@@ -1,5 +1,6 @@
 """The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1)."""
 
+import torch
 from torch import nn
 
 from .._checks import check_dropout, check_positive
@@ -52,12 +53,35 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, enc_output, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):
-        attn, self_weights = self.self_attn(x, x, x, look_ahead_mask)  # (batch, tgt, d_model)
+        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask)  # (batch, tgt, d_model)
         x = self.norm1(x + self.dropout1(attn))  # (batch, tgt, d_model)
-        attn, cross_weights = self.cross_attn(x, enc_output, enc_output, padding_mask)
+        attn, cross_weights = self.cross_attn(x, enc_output, enc_output, mask=padding_mask)
         x = self.norm2(x + self.dropout2(attn))  # (batch, tgt, d_model)
         x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, tgt, d_model)
         return (x, self_weights, cross_weights) if return_attention else x
+
+    def step(self, x, cache, look_ahead_mask=None, padding_mask=None):
+        """Decode new positions only, reusing cached keys and values.
+
+        ``cache`` holds this layer's ``self_k``/``self_v`` for the positions
+        decoded so far and ``cross_k``/``cross_v`` of the encoder output (see
+        :meth:`Decoder.init_cache`). The result equals the full call over the
+        whole prefix, at the new positions, without recomputing the past.
+
+        Shape:
+            x (batch, new, d_model), cache["self_k"] (batch, heads, past, depth),
+            look_ahead_mask (batch, 1, new, past + new) ->
+            (batch, new, d_model), cache with (batch, heads, past + new, depth).
+        """
+        k, v = self.self_attn.project_kv(x, x)  # (batch, heads, new, depth)
+        k = torch.cat([cache["self_k"], k], dim=2)  # (batch, heads, past + new, depth)
+        v = torch.cat([cache["self_v"], v], dim=2)  # (batch, heads, past + new, depth)
+        attn, _ = self.self_attn.attend(x, k, v, look_ahead_mask)  # (batch, new, d_model)
+        x = self.norm1(x + self.dropout1(attn))
+        attn, _ = self.cross_attn.attend(x, cache["cross_k"], cache["cross_v"], padding_mask)
+        x = self.norm2(x + self.dropout2(attn))
+        x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, new, d_model)
+        return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
         """The constructor arguments (mirrors Keras' ``get_config``)."""
@@ -100,11 +124,41 @@ class Decoder(nn.Module):
         self_maps, cross_maps = [], []
         for layer in self.layers:
             x, self_weights, cross_weights = layer(
-                x, enc_output, look_ahead_mask, padding_mask, return_attention=True
+                x, enc_output, look_ahead_mask=look_ahead_mask, padding_mask=padding_mask,
+                return_attention=True
             )
             self_maps.append(self_weights)  # (batch, heads, tgt_len, tgt_len)
             cross_maps.append(cross_weights)  # (batch, heads, tgt_len, src_len)
         return (x, self_maps, cross_maps) if return_attention else x
+
+    def init_cache(self, enc_output):
+        """Start incremental decoding: project the encoder output once per layer.
+
+        Returns one dict per layer with ``cross_k``, ``cross_v``
+        (batch, heads, src_len, depth) and empty ``self_k``, ``self_v``
+        (batch, heads, 0, depth), to be grown by :meth:`step`.
+        """
+        cache = []
+        for layer in self.layers:
+            cross_k, cross_v = layer.cross_attn.project_kv(enc_output, enc_output)
+            empty = cross_k[:, :, :0]  # (batch, heads, 0, depth)
+            cache.append({"self_k": empty, "self_v": empty, "cross_k": cross_k, "cross_v": cross_v})
+        return cache
+
+    def step(self, tokens, cache, look_ahead_mask=None, padding_mask=None):
+        """Decode the new ``tokens`` that follow the positions already in ``cache``.
+
+        Shape:
+            tokens (batch, new) int, look_ahead_mask (batch, 1, new, past + new)
+            -> (batch, new, d_model), the grown cache.
+        """
+        past = cache[0]["self_k"].shape[2]
+        x = self.dropout(self.embedding(tokens, start=past))  # (batch, new, d_model)
+        new_cache = []
+        for layer, layer_cache in zip(self.layers, cache):
+            x, layer_cache = layer.step(x, layer_cache, look_ahead_mask, padding_mask)
+            new_cache.append(layer_cache)
+        return x, new_cache
 
     def get_config(self):
         """The constructor arguments (mirrors Keras' ``get_config``)."""

@@ -43,7 +43,7 @@ class EncoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, return_attention=False):
-        attn, weights = self.self_attn(x, x, x, mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
+        attn, weights = self.self_attn(x, x, x, mask=mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
         x = self.norm1(x + self.dropout1(attn))  # (batch, seq, d_model)
         x = self.norm2(x + self.dropout2(self.ffn(x)))  # (batch, seq, d_model)
         return (x, weights) if return_attention else x
@@ -86,7 +86,7 @@ class Encoder(nn.Module):
         x = self.dropout(self.embedding(tokens))  # (batch, seq, d_model)
         maps = []
         for layer in self.layers:
-            x, weights = layer(x, mask, return_attention=True)  # weights: (batch, heads, seq, seq)
+            x, weights = layer(x, mask=mask, return_attention=True)  # weights: (batch, heads, seq, seq)
             maps.append(weights)
         return (x, maps) if return_attention else x
 

@@ -32,15 +32,16 @@ def positional_encoding(length, d_model):
     return torch.where(even, torch.sin(angles), torch.cos(angles)).to(torch.float32)
 
 
-def check_tokens(tokens, vocab_size, max_len):
+def check_tokens(tokens, vocab_size, max_len, start=0):
     """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
 
-    Valid: an integer tensor of shape (batch, length) with ``length <= max_len``
-    and every id in ``[0, vocab_size)``.
+    Valid: an integer tensor of shape (batch, length) with
+    ``start + length <= max_len`` and every id in ``[0, vocab_size)``.
     """
     check_token_dtype(is_integer(tokens), str(tokens.dtype))
     check_token_rank(tokens.shape)
-    check_length(tokens.shape[1], max_len)
+    length = tokens.shape[1]
+    check_length(None if length is None else start + length, max_len)
     if tokens.numel():
         check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
 
@@ -52,6 +53,10 @@ class PositionalEmbedding(nn.Module):
         vocab_size: number of token ids.
         d_model: embedding width.
         max_len: longest sequence the position table covers.
+
+    Call:
+        ``embedding(tokens, start=0)``: the tokens sit at positions
+        ``start, start + 1, ...`` (``start > 0`` when decoding step by step).
 
     Shape:
         tokens (batch, seq) int -> (batch, seq, d_model).
@@ -66,11 +71,11 @@ class PositionalEmbedding(nn.Module):
         self.token_embedding = embedding(vocab_size, d_model)
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
-    def forward(self, tokens):
-        check_tokens(tokens, self.vocab_size, self.max_len)
+    def forward(self, tokens, start=0):
+        check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tokens.shape[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
-        return x + self.pe[:seq].to(x.dtype)  # (batch, seq, d_model)
+        return x + self.pe[start:start + seq].to(x.dtype)  # (batch, seq, d_model)
 
     def get_config(self):
         """The constructor arguments (mirrors Keras' ``get_config``)."""

@@ -1,0 +1,137 @@
+"""Greedy and beam-search decoding, batched, with or without the key/value cache.
+
+Any model with two methods can be decoded:
+
+- ``state = model.start_decoding(src_tokens)``: encode the source once;
+- ``logits, state = model.decode_step(tgt_tokens, state)``: logits for the new
+  target tokens, ``(batch, new, vocab)``.
+
+:class:`~course_pkg.tensorflow.Transformer` implements them with a key/value cache,
+so each step costs O(1) in the prefix length; ``use_cache=False`` instead calls
+``model(src_tokens, prefix)`` on the whole prefix at every step, the slow way
+the cache is measured against. Every tensor in ``state`` is batch-first, so
+beam search can reorder it.
+"""
+
+import tensorflow as tf
+
+from .._checks import check_positive
+
+BOS_ID, EOS_ID, PAD_ID = 1, 2, 0  # course_pkg.data's special tokens
+
+
+def _default_max_len(model, max_len):
+    if max_len is None:
+        max_len = model.max_len - 1  # room for <bos>
+    check_positive(max_len=max_len)
+    return max_len
+
+
+def reorder_state(state, index):
+    """Select batch rows ``index`` of every tensor in a decoding state (for beam search)."""
+    if isinstance(state, dict):
+        return {key: reorder_state(value, index) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(reorder_state(value, index) for value in state)
+    return tf.gather(state, index, axis=0)
+
+
+def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
+                  pad_id=PAD_ID, use_cache=True, return_logits=False):
+    """Pick the most likely token at each step until every sequence has ``<eos>``.
+
+    Args:
+        model: a model with ``start_decoding``/``decode_step`` (e.g. Transformer).
+        src_tokens: source token ids.
+        max_len: most tokens to generate (default: the model's ``max_len - 1``).
+        bos_id, eos_id, pad_id: special token ids.
+        use_cache: decode incrementally with the model's cache (fast) or recompute
+            ``model(src_tokens, prefix)`` at every step (slow; same result).
+        return_logits: also return each step's logits.
+
+    Returns:
+        ``tokens``: the generated ids after ``<bos>``, up to and including
+        ``<eos>``, then ``pad_id``; with ``return_logits``, ``(tokens, logits)``.
+
+    Shape:
+        src_tokens (batch, src_len) -> tokens (batch, steps) int64,
+        logits (batch, steps, vocab), steps <= max_len.
+    """
+    max_len = _default_max_len(model, max_len)
+    src = tf.convert_to_tensor(src_tokens)
+    batch = tf.shape(src)[0]
+    tokens = tf.fill((batch, 1), tf.constant(bos_id, tf.int64))  # (batch, 1)
+    done = tf.zeros((batch,), dtype=tf.bool)  # (batch,)
+    all_logits = []
+    state = model.start_decoding(src) if use_cache else None
+    for _ in range(max_len):
+        if use_cache:
+            logits, state = model.decode_step(tokens[:, -1:], state)  # (batch, 1, vocab)
+        else:
+            logits = model(src, tokens, training=False)  # (batch, steps so far, vocab)
+        logits = logits[:, -1]  # (batch, vocab)
+        next_id = tf.where(done, tf.constant(pad_id, tf.int64), tf.argmax(logits, axis=-1))
+        tokens = tf.concat([tokens, next_id[:, tf.newaxis]], axis=1)
+        all_logits.append(logits)
+        done = done | (next_id == eos_id)
+        if bool(tf.reduce_all(done)):
+            break
+    tokens = tokens[:, 1:]  # drop <bos>
+    return (tokens, tf.stack(all_logits, axis=1)) if return_logits else tokens
+
+
+def length_penalty_factor(length, alpha):
+    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al., 2016)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6,
+                bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, return_scores=False):
+    """Keep the ``beam_size`` most likely prefixes per source; return the best one.
+
+    Hypotheses are ranked by their summed log-probability while searching; the
+    winner among the final beams maximises ``log_prob / length_penalty_factor``
+    (``length_penalty=0`` ranks by raw log-probability). A finished beam keeps
+    its score and is extended with ``pad_id`` only.
+
+    Returns:
+        ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
+        ``(tokens, scores)`` with each winner's normalised log-probability.
+
+    Shape:
+        src_tokens (batch, src_len) -> tokens (batch, steps) int64, scores (batch,).
+    """
+    check_positive(beam_size=beam_size)
+    max_len = _default_max_len(model, max_len)
+    src = tf.convert_to_tensor(src_tokens)
+    batch = int(src.shape[0])
+    rows = batch * beam_size
+    offsets = (tf.range(batch, dtype=tf.int64) * beam_size)[:, tf.newaxis]  # (batch, 1)
+    tokens = tf.fill((rows, 1), tf.constant(bos_id, tf.int64))  # (rows, 1)
+    first = tf.one_hot(0, beam_size, on_value=0.0, off_value=float("-inf"))
+    scores = tf.tile(first[tf.newaxis], (batch, 1))  # (batch, beam): one live beam per source
+    done = tf.zeros((rows,), dtype=tf.bool)  # (rows,)
+    state = model.start_decoding(tf.repeat(src, beam_size, axis=0))
+    for _ in range(max_len):
+        logits, state = model.decode_step(tokens[:, -1:], state)  # (rows, 1, vocab)
+        log_probs = tf.nn.log_softmax(tf.cast(logits[:, -1], tf.float32), axis=-1)  # (rows, vocab)
+        vocab = int(log_probs.shape[-1])
+        finished = tf.one_hot(pad_id, vocab, on_value=0.0, off_value=float("-inf"))
+        # a finished beam can only add <pad>, at no cost
+        log_probs = tf.where(done[:, tf.newaxis], finished[tf.newaxis], log_probs)
+        candidates = scores[:, :, tf.newaxis] + tf.reshape(log_probs, (batch, beam_size, vocab))
+        scores, flat = tf.math.top_k(tf.reshape(candidates, (batch, -1)), k=beam_size)
+        flat = tf.cast(flat, tf.int64)  # (batch, beam)
+        rows_from = tf.reshape(offsets + flat // vocab, (-1,))  # (rows,)
+        next_id = tf.reshape(flat % vocab, (-1,))  # (rows,)
+        tokens = tf.concat([tf.gather(tokens, rows_from), next_id[:, tf.newaxis]], axis=1)
+        state = reorder_state(state, rows_from)
+        done = tf.gather(done, rows_from) | (next_id == eos_id)
+        if bool(tf.reduce_all(done)):
+            break
+    tokens = tokens[:, 1:]  # (rows, steps)
+    lengths = tf.reduce_sum(tf.cast(tokens != pad_id, tf.float32), axis=1)  # (rows,), <eos> included
+    normalised = tf.reshape(scores, (-1,)) / length_penalty_factor(lengths, length_penalty)
+    best = tf.reshape(offsets, (-1,)) + tf.argmax(tf.reshape(normalised, (batch, beam_size)), axis=-1)
+    tokens = tf.gather(tokens, best)
+    return (tokens, tf.gather(normalised, best)) if return_scores else tokens

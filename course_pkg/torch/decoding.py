@@ -1,0 +1,155 @@
+"""Greedy and beam-search decoding, batched, with or without the key/value cache.
+
+Any model with two methods can be decoded:
+
+- ``state = model.start_decoding(src_tokens)``: encode the source once;
+- ``logits, state = model.decode_step(tgt_tokens, state)``: logits for the new
+  target tokens, ``(batch, new, vocab)``.
+
+:class:`~course_pkg.torch.Transformer` implements them with a key/value cache,
+so each step costs O(1) in the prefix length; ``use_cache=False`` instead calls
+``model(src_tokens, prefix)`` on the whole prefix at every step, the slow way
+the cache is measured against. Every tensor in ``state`` is batch-first, so
+beam search can reorder it.
+"""
+
+import torch
+
+from .._checks import check_positive
+
+BOS_ID, EOS_ID, PAD_ID = 1, 2, 0  # course_pkg.data's special tokens
+
+
+def _default_max_len(model, max_len):
+    if max_len is None:
+        max_len = model.max_len - 1  # room for <bos>
+    check_positive(max_len=max_len)
+    return max_len
+
+
+def reorder_state(state, index):
+    """Select batch rows ``index`` of every tensor in a decoding state (for beam search)."""
+    if isinstance(state, dict):
+        return {key: reorder_state(value, index) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(reorder_state(value, index) for value in state)
+    return state.index_select(0, index)
+
+
+class _inference:
+    """Eval mode and no autograd for the duration of decoding; mode restored after."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        self.was_training = self.model.training
+        self.model.eval()
+        self.no_grad = torch.no_grad()
+        self.no_grad.__enter__()
+
+    def __exit__(self, *exc):
+        self.no_grad.__exit__(*exc)
+        self.model.train(self.was_training)
+
+
+def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
+                  pad_id=PAD_ID, use_cache=True, return_logits=False):
+    """Pick the most likely token at each step until every sequence has ``<eos>``.
+
+    Args:
+        model: a model with ``start_decoding``/``decode_step`` (e.g. Transformer).
+        src_tokens: source token ids.
+        max_len: most tokens to generate (default: the model's ``max_len - 1``).
+        bos_id, eos_id, pad_id: special token ids.
+        use_cache: decode incrementally with the model's cache (fast) or recompute
+            ``model(src_tokens, prefix)`` at every step (slow; same result).
+        return_logits: also return each step's logits.
+
+    Returns:
+        ``tokens``: the generated ids after ``<bos>``, up to and including
+        ``<eos>``, then ``pad_id``; with ``return_logits``, ``(tokens, logits)``.
+
+    Shape:
+        src_tokens (batch, src_len) -> tokens (batch, steps) int64,
+        logits (batch, steps, vocab), steps <= max_len.
+    """
+    max_len = _default_max_len(model, max_len)
+    src = torch.as_tensor(src_tokens)
+    batch = src.shape[0]
+    tokens = torch.full((batch, 1), bos_id, dtype=torch.int64, device=src.device)  # (batch, 1)
+    done = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (batch,)
+    all_logits = []
+    with _inference(model):
+        state = model.start_decoding(src) if use_cache else None
+        for _ in range(max_len):
+            if use_cache:
+                logits, state = model.decode_step(tokens[:, -1:], state)  # (batch, 1, vocab)
+            else:
+                logits = model(src, tokens)  # (batch, steps so far, vocab)
+            logits = logits[:, -1]  # (batch, vocab)
+            next_id = torch.where(done, pad_id, logits.argmax(dim=-1))  # (batch,)
+            tokens = torch.cat([tokens, next_id[:, None]], dim=1)
+            all_logits.append(logits)
+            done = done | (next_id == eos_id)
+            if bool(done.all()):
+                break
+    tokens = tokens[:, 1:]  # drop <bos>
+    return (tokens, torch.stack(all_logits, dim=1)) if return_logits else tokens
+
+
+def length_penalty_factor(length, alpha):
+    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al., 2016)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6,
+                bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, return_scores=False):
+    """Keep the ``beam_size`` most likely prefixes per source; return the best one.
+
+    Hypotheses are ranked by their summed log-probability while searching; the
+    winner among the final beams maximises ``log_prob / length_penalty_factor``
+    (``length_penalty=0`` ranks by raw log-probability). A finished beam keeps
+    its score and is extended with ``pad_id`` only.
+
+    Returns:
+        ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
+        ``(tokens, scores)`` with each winner's normalised log-probability.
+
+    Shape:
+        src_tokens (batch, src_len) -> tokens (batch, steps) int64, scores (batch,).
+    """
+    check_positive(beam_size=beam_size)
+    max_len = _default_max_len(model, max_len)
+    src = torch.as_tensor(src_tokens)
+    batch, device = src.shape[0], src.device
+    rows = batch * beam_size
+    offsets = (torch.arange(batch, device=device) * beam_size)[:, None]  # (batch, 1)
+    tokens = torch.full((rows, 1), bos_id, dtype=torch.int64, device=device)  # (rows, 1)
+    scores = torch.full((batch, beam_size), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # start from one live beam per source
+    done = torch.zeros(rows, dtype=torch.bool, device=device)  # (rows,)
+    with _inference(model):
+        state = model.start_decoding(src.repeat_interleave(beam_size, dim=0))
+        for _ in range(max_len):
+            logits, state = model.decode_step(tokens[:, -1:], state)  # (rows, 1, vocab)
+            log_probs = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (rows, vocab)
+            vocab = log_probs.shape[-1]
+            finished = torch.full_like(log_probs, float("-inf"))
+            finished[:, pad_id] = 0.0  # a finished beam can only add <pad>, at no cost
+            log_probs = torch.where(done[:, None], finished, log_probs)
+            candidates = scores[:, :, None] + log_probs.view(batch, beam_size, vocab)
+            scores, flat = candidates.view(batch, -1).topk(beam_size, dim=-1)  # (batch, beam)
+            rows_from = (offsets + flat // vocab).view(-1)  # (rows,)
+            next_id = (flat % vocab).view(-1)  # (rows,)
+            tokens = torch.cat([tokens.index_select(0, rows_from), next_id[:, None]], dim=1)
+            state = reorder_state(state, rows_from)
+            done = done.index_select(0, rows_from) | (next_id == eos_id)
+            if bool(done.all()):
+                break
+    tokens = tokens[:, 1:]  # (rows, steps)
+    lengths = (tokens != pad_id).sum(dim=1).float()  # (rows,), <eos> included
+    normalised = scores.view(-1) / length_penalty_factor(lengths, length_penalty)
+    best = offsets.view(-1) + normalised.view(batch, beam_size).argmax(dim=-1)  # (batch,)
+    tokens = tokens.index_select(0, best)
+    return (tokens, normalised.index_select(0, best)) if return_scores else tokens
