@@ -127,13 +127,54 @@ def check_length(length: Optional[int], max_len: int) -> None:
         )
 
 
-def unpack_pair(inputs):
+def unpack_pair(inputs, model="Transformer"):
     """Split ``(src_tokens, tgt_tokens)`` passed as one argument (as Keras' ``fit`` does)."""
     if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
         return inputs[0], inputs[1]
     if isinstance(inputs, dict) and set(inputs) == {"src_tokens", "tgt_tokens"}:
         return inputs["src_tokens"], inputs["tgt_tokens"]
     raise TypeError(
-        "Transformer expects (src_tokens, tgt_tokens): two arguments, a pair, or a dict with "
+        f"{model} expects (src_tokens, tgt_tokens): two arguments, a pair, or a dict with "
         f"those keys; got a single {type(inputs).__name__}"
     )
+
+
+def check_choice(name, value, choices):
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def check_pad_id(pad_id, vocab_size):
+    """Raise ``ValueError`` unless ``pad_id`` is an int in ``[0, vocab_size)``."""
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < vocab_size:
+        raise ValueError(f"pad_id must be an int in [0, {vocab_size}), got {pad_id!r}")
+
+
+def check_state(shape, units, what="state"):
+    """Raise ``ValueError`` unless ``shape`` is ``(batch, units)``."""
+    shape = tuple(shape)
+    if len(shape) != 2 or (shape[-1] is not None and shape[-1] != units):
+        raise ValueError(f"{what} must have shape (batch, {units}), got {shape}")
+
+
+def check_batch(batch, **shapes):
+    """Raise ``ValueError`` unless every shape's first axis is ``batch`` (``None`` matches)."""
+    for name, shape in shapes.items():
+        if batch is not None and shape[0] is not None and shape[0] != batch:
+            raise ValueError(f"{name} has batch size {shape[0]}, expected {batch} (that of the first input)")
+
+
+def check_attention_mask(mask_shape, weights_shape):
+    """Raise ``ValueError`` unless the mask broadcasts to the weights' ``(batch, Tq, Tk)``."""
+    mask_shape, weights_shape = tuple(mask_shape), tuple(weights_shape)
+    ok = len(mask_shape) <= len(weights_shape) and all(
+        m is None or w is None or m in (1, w)
+        for m, w in zip(reversed(mask_shape), reversed(weights_shape))
+    )
+    if not ok:
+        raise ValueError(
+            f"mask of shape {mask_shape} does not broadcast to the attention weights of "
+            f"shape {weights_shape} (batch, q_len, k_len); expected e.g. (batch, 1, k_len) "
+            "for source padding: create_padding_mask(src_tokens)[:, 0]"
+        )

@@ -13,6 +13,14 @@ layer normalisation    ``<path>.gamma``, ``<path>.beta``      ``weight``, ``bias
 embedding              ``<path>.embeddings`` (vocab, d)       ``weight``
 =====================  =====================================  ==========================
 
+A GRU (Keras ``GRU`` / ``GRUCell``; torch ``nn.GRU`` with one layer, or
+``nn.GRUCell``) has the canonical entries of Keras' ``reset_after=True`` GRU:
+``<path>.kernel`` (in, 3·units), ``<path>.recurrent_kernel`` (units, 3·units)
+and ``<path>.bias`` (2, 3·units) = (input bias, recurrent bias), the gates
+ordered (z, r, h) along the last axis. PyTorch orders them (r, z, n) along the
+first axis of ``weight_ih`` / ``weight_hh``, which are the transposes, and keeps
+the two biases as ``bias_ih`` and ``bias_hh``.
+
 Example::
 
     from course_pkg import interop, tensorflow as ctf, torch as cpt
@@ -64,7 +72,66 @@ def _torch_slots(module) -> dict:
             slots[_join(path, "beta")] = (leaf.bias, False)
         elif isinstance(leaf, nn.Embedding):
             slots[_join(path, "embeddings")] = (leaf.weight, False)
+        elif isinstance(leaf, (nn.GRU, nn.GRUCell)):
+            slots.update(_torch_gru_slots(path, leaf))
     return slots
+
+
+def _swap_gates(rows: int) -> list:
+    """Row order that turns torch's gate blocks (r, z, n) into Keras' (z, r, h), and back."""
+    units = rows // 3
+    return [*range(units, 2 * units), *range(units), *range(2 * units, 3 * units)]
+
+
+class _TorchGRUWeight:
+    """A torch GRU weight seen in the canonical (Keras) layout.
+
+    It offers what :func:`get_weights` and :func:`set_weights` use of a torch
+    parameter (``shape``, ``dtype``, ``detach()``, ``copy_()``) and converts on
+    the way: ``weight_ih`` (3u, in) <-> ``kernel`` (in, 3u) and ``weight_hh``
+    (3u, u) <-> ``recurrent_kernel`` (u, 3u) are transposed with their gate
+    blocks reordered; ``bias_ih`` and ``bias_hh`` (3u,) <-> the two rows of
+    ``bias`` (2, 3u).
+    """
+
+    def __init__(self, *params):  # one weight matrix, or the two bias vectors
+        self.params = params
+        self.dtype = params[0].dtype
+        rows = params[0].shape[0]
+        self.order = _swap_gates(rows)
+        self.shape = (params[0].shape[1], rows) if len(params) == 1 else (len(params), rows)
+
+    def detach(self):
+        if len(self.params) == 1:
+            return self.params[0].detach()[self.order].T
+        import torch
+
+        return torch.stack([p.detach()[self.order] for p in self.params])
+
+    def copy_(self, value):
+        if len(self.params) == 1:
+            self.params[0].copy_(value.T[self.order])
+        else:
+            for param, row in zip(self.params, value):
+                param.copy_(row[self.order])
+
+
+def _torch_gru_slots(path: str, leaf) -> dict:
+    """canonical name -> (_TorchGRUWeight, False) for an ``nn.GRU`` (one layer) or ``nn.GRUCell``."""
+    from torch import nn
+
+    suffix = "_l0" if isinstance(leaf, nn.GRU) else ""
+    if isinstance(leaf, nn.GRU) and (leaf.num_layers != 1 or leaf.bidirectional):
+        raise ValueError(f"GRU {path!r}: only single-layer, unidirectional nn.GRU can be mapped")
+    if not leaf.bias:
+        raise ValueError(f"GRU {path!r}: only GRUs with biases can be mapped")
+    w_ih, w_hh, b_ih, b_hh = (getattr(leaf, name + suffix)
+                              for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    return {
+        _join(path, "kernel"): (_TorchGRUWeight(w_ih), False),
+        _join(path, "recurrent_kernel"): (_TorchGRUWeight(w_hh), False),
+        _join(path, "bias"): (_TorchGRUWeight(b_ih, b_hh), False),
+    }
 
 
 # ------------------------------------------------------------------------- keras side
@@ -97,6 +164,15 @@ def _keras_slots(layer, prefix: str = "") -> dict:
         return {_join(prefix, "gamma"): (layer.gamma, False), _join(prefix, "beta"): (layer.beta, False)}
     if isinstance(layer, layers.Embedding):
         return {_join(prefix, "embeddings"): (layer.embeddings, False)}
+    if isinstance(layer, (layers.GRU, layers.GRUCell)):
+        cell = layer.cell if isinstance(layer, layers.GRU) else layer
+        if not cell.built:
+            raise ValueError(f"Keras layer {layer.name!r} is not built yet")
+        slots = {_join(prefix, "kernel"): (cell.kernel, False),
+                 _join(prefix, "recurrent_kernel"): (cell.recurrent_kernel, False)}
+        if cell.use_bias:
+            slots[_join(prefix, "bias")] = (cell.bias, False)
+        return slots
     if layer.weights and not layer.built:
         raise ValueError(f"Keras layer {layer.name!r} is not built yet")
     slots = {}
@@ -119,7 +195,7 @@ def get_weights(layer) -> dict:
     out = {}
     for name, (var, transpose) in _slots(layer).items():
         if hasattr(var, "detach"):  # torch
-            value = var.detach().float().cpu().numpy()
+            value = var.detach().float().cpu().numpy().copy()  # never a view of the model
         else:  # keras
             value = np.asarray(var.numpy(), dtype=np.float32)
         out[name] = value.T if transpose else value

@@ -185,3 +185,142 @@ def transformer(params, src, tgt, num_heads, pad_id=0):
     dec, self_maps, cross_maps = decoder(sub(params, "decoder"), tgt, enc, num_heads, tgt_mask, src_mask)
     logits = dense(params, dec, "final_layer")  # (batch, tgt_len, target_vocab)
     return logits, {"encoder_self": enc_maps, "decoder_self": self_maps, "decoder_cross": cross_maps}
+
+
+# ============================================================================
+# RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention)
+# ============================================================================
+# GRU weights have the canonical (Keras, reset_after=True) layout: ``kernel``
+# (in, 3u), ``recurrent_kernel`` (u, 3u), ``bias`` (2, 3u) = (input bias,
+# recurrent bias), gates ordered (z, r, h) along the last axis.
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def gru_cell(params, x, h):
+    """One GRU step (Keras' reset_after=True form, which is also PyTorch's).
+
+    z = σ(x W_z + b_z + h U_z + c_z), r = σ(x W_r + b_r + h U_r + c_r),
+    h~ = tanh(x W_h + b_h + r (h U_h + c_h)), h' = z h + (1 - z) h~.
+
+    Shape: x (batch, in), h (batch, u) -> (batch, u).
+    """
+    u = h.shape[-1]
+    xw = x @ params["kernel"] + params["bias"][0]  # (batch, 3u)
+    hu = h @ params["recurrent_kernel"] + params["bias"][1]  # (batch, 3u)
+    z = sigmoid(xw[:, :u] + hu[:, :u])
+    r = sigmoid(xw[:, u:2 * u] + hu[:, u:2 * u])
+    candidate = np.tanh(xw[:, 2 * u:] + r * hu[:, 2 * u:])
+    return z * h + (1.0 - z) * candidate
+
+
+def gru(params, x, h):
+    """A GRU over the time axis. Shape: x (batch, T, in), h (batch, u) -> (batch, T, u), (batch, u)."""
+    outputs = []
+    for t in range(x.shape[1]):
+        h = gru_cell(params, x[:, t], h)
+        outputs.append(h)
+    return np.stack(outputs, axis=1), h
+
+
+def _project(params, x, name):
+    """A dense layer, with or without ``<name>.bias``."""
+    return x @ params[f"{name}.kernel"] + params.get(f"{name}.bias", 0.0)
+
+
+def masked_softmax(scores, mask=None):
+    """Softmax over the last axis; blocked (mask != 0) entries exactly 0, full rows all 0."""
+    if mask is None:
+        return softmax(scores)
+    blocked = np.broadcast_to(np.asarray(mask) != 0, scores.shape)
+    weights = softmax(np.where(blocked, np.finfo(scores.dtype).min, scores))
+    return np.where(blocked, 0.0, weights)
+
+
+def bahdanau_attention(params, query, keys, mask=None):
+    """score = vᵀ tanh(W1 q + W2 k) with bias-free ``w1, w2, v``.
+
+    Shape: (batch, Tq, q_dim), (batch, Tk, k_dim) -> (batch, Tq, k_dim), (batch, Tq, Tk).
+    """
+    query, keys = np.asarray(query, np.float64), np.asarray(keys, np.float64)
+    q = _project(params, query, "w1")[:, :, np.newaxis, :]  # (batch, Tq, 1, units)
+    k = _project(params, keys, "w2")[:, np.newaxis, :, :]  # (batch, 1, Tk, units)
+    scores = _project(params, np.tanh(q + k), "v")[..., 0]  # (batch, Tq, Tk)
+    weights = masked_softmax(scores, mask)
+    return weights @ keys, weights
+
+
+def luong_attention(params, query, keys, score="dot", mask=None):
+    """score = qᵀ k (``"dot"``) or qᵀ W k (``"general"``, bias-free ``w``); not scaled.
+
+    Shape: (batch, Tq, units), (batch, Tk, k_dim) -> (batch, Tq, k_dim), (batch, Tq, Tk).
+    """
+    query, keys = np.asarray(query, np.float64), np.asarray(keys, np.float64)
+    k = _project(params, keys, "w") if score == "general" else keys  # (batch, Tk, units)
+    weights = masked_softmax(query @ np.swapaxes(k, -1, -2), mask)  # (batch, Tq, Tk)
+    return weights @ keys, weights
+
+
+def seq2seq_encoder(params, tokens, pad_id=0):
+    """Embedding + GRU; the state is the output at the last non-pad token (zeros if none).
+
+    Shape: (batch, src_len) -> outputs (batch, src_len, units), state (batch, units).
+    """
+    tokens = np.asarray(tokens)
+    x = params["embedding.embeddings"][tokens].astype(np.float64)
+    units = params["rnn.recurrent_kernel"].shape[0]
+    outputs, _ = gru(sub(params, "rnn"), x, np.zeros((tokens.shape[0], units)))
+    state = np.zeros((tokens.shape[0], units))
+    for b in range(tokens.shape[0]):
+        real = np.nonzero(tokens[b] != pad_id)[0]
+        if real.size:
+            state[b] = outputs[b, real[-1]]
+    return outputs, state
+
+
+def seq2seq_decoder(params, tokens, state, context=None):
+    """Decoder without attention: the fixed ``context`` (default ``state``) joins every input.
+
+    Shape: (batch, tgt_len), (batch, units) -> logits (batch, tgt_len, vocab), state (batch, units).
+    """
+    state = np.asarray(state, np.float64)
+    context = state if context is None else np.asarray(context, np.float64)
+    x = params["embedding.embeddings"][np.asarray(tokens)].astype(np.float64)
+    context = np.broadcast_to(context[:, np.newaxis, :], x.shape[:2] + context.shape[-1:])
+    outputs, state = gru(sub(params, "rnn"), np.concatenate([x, context], axis=-1), state)
+    return dense(params, outputs, "final_layer"), state
+
+
+def attention_decoder(params, tokens, enc_outputs, state, src_mask=None, attention="bahdanau"):
+    """Decoder with attention; the query at step t is the previous state s_{t-1}.
+
+    Returns ``(logits (batch, tgt_len, vocab), state (batch, units), weights (batch, tgt_len, src_len))``.
+    """
+    state, enc_outputs = np.asarray(state, np.float64), np.asarray(enc_outputs, np.float64)
+    x = params["embedding.embeddings"][np.asarray(tokens)].astype(np.float64)
+    att = sub(params, "attention")
+    states, weights = [], []
+    for t in range(x.shape[1]):
+        if attention == "bahdanau":
+            context, w = bahdanau_attention(att, state[:, np.newaxis], enc_outputs, src_mask)
+        else:
+            context, w = luong_attention(att, state[:, np.newaxis], enc_outputs,
+                                         attention[len("luong_"):], src_mask)
+        state = gru_cell(sub(params, "rnn"), np.concatenate([x[:, t], context[:, 0]], axis=-1), state)
+        states.append(state)
+        weights.append(w[:, 0])
+    logits = dense(params, np.stack(states, axis=1), "final_layer")
+    return logits, state, np.stack(weights, axis=1)
+
+
+def seq2seq(params, src, tgt, attention=None, pad_id=0):
+    """The whole RNN seq2seq model. Returns ``(logits, weights)``; ``weights`` is None without attention."""
+    enc_outputs, state = seq2seq_encoder(sub(params, "encoder"), src, pad_id)
+    if attention is None:
+        logits, _ = seq2seq_decoder(sub(params, "decoder"), tgt, state)
+        return logits, None
+    src_mask = (np.asarray(src) == pad_id).astype(np.float64)[:, np.newaxis, :]  # (batch, 1, src_len)
+    logits, _, weights = attention_decoder(sub(params, "decoder"), tgt, enc_outputs, state, src_mask,
+                                           attention)
+    return logits, weights
