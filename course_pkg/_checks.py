@@ -63,6 +63,16 @@ def check_mask_shape(mask_shape: Shape, logits_shape: Shape) -> None:
         )
 
 
+def check_mask_dtype(is_bool: bool) -> None:
+    """Raise ``TypeError`` for boolean masks, whose polarity is ambiguous."""
+    if is_bool:
+        raise TypeError(
+            "course masks are float with 1.0 = blocked; a boolean mask means 'blocked' in "
+            "torch.nn.MultiheadAttention but 'may attend' in F.scaled_dot_product_attention "
+            "and Keras, so convert it first with from_blocked_mask(mask) or from_attend_mask(mask)"
+        )
+
+
 def check_matching_depth(q_shape: Shape, k_shape: Shape, v_shape: Shape) -> None:
     """Raise ``ValueError`` unless query/key depths and key/value lengths agree."""
     if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2:

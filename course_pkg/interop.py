@@ -243,13 +243,18 @@ def _config(layer) -> dict:
     return layer.get_config() if hasattr(layer, "get_config") else {}
 
 
+# Constructor arguments that no weight depends on: copying between, say, a
+# training model (dropout 0.1) and an inference one (dropout 0.0) is fine.
+_NOT_ARCHITECTURE = {"name", "trainable", "dtype", "dropout", "pad_id"}
+
+
 def copy_weights(src, dst) -> None:
     """Copy every weight of ``src`` into ``dst``, across frameworks or within one.
 
     ``src`` and ``dst`` must be instances of the same course class (e.g. a
     ``course_pkg.tensorflow.EncoderLayer`` and a ``course_pkg.torch.EncoderLayer``)
-    built with the same arguments; otherwise ``ValueError`` and ``dst`` is left
-    as it was.
+    built with the same arguments (``dropout`` and ``pad_id`` may differ: no
+    weight depends on them); otherwise ``ValueError`` and ``dst`` is left as it was.
     """
     if type(src).__name__ != type(dst).__name__:
         raise ValueError(
@@ -257,7 +262,7 @@ def copy_weights(src, dst) -> None:
             f"{type(src).__name__} and {type(dst).__name__}"
         )
     src_cfg, dst_cfg = _config(src), _config(dst)
-    shared = {k for k in src_cfg.keys() & dst_cfg.keys() if k not in {"name", "trainable", "dtype"}}
+    shared = (src_cfg.keys() & dst_cfg.keys()) - _NOT_ARCHITECTURE
     differ = {k: (src_cfg[k], dst_cfg[k]) for k in sorted(shared) if src_cfg[k] != dst_cfg[k]}
     if differ:
         raise ValueError(f"copy_weights needs the same constructor arguments; differ (src, dst): {differ}")

@@ -6,7 +6,13 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from .._checks import check_features, check_heads, check_mask_shape, check_matching_depth
+from .._checks import (
+    check_features,
+    check_heads,
+    check_mask_dtype,
+    check_mask_shape,
+    check_matching_depth,
+)
 from ._layers import dense
 
 
@@ -17,8 +23,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         query: queries.
         key: keys, one per value.
         value: values.
-        mask: optional course mask (1.0 = blocked, 0.0 = may attend) that
-            broadcasts to the logits' shape ``(..., Tq, Tk)``.
+        mask: optional course mask (1.0 = blocked, 0.0 = may attend), float
+            or int, that broadcasts to the logits' shape ``(..., Tq, Tk)``.
+            Boolean masks are refused: their polarity differs between
+            libraries, so convert them with ``from_blocked_mask`` or
+            ``from_attend_mask`` first.
 
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
@@ -31,10 +40,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     """
     query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
     check_matching_depth(query.shape, key.shape, value.shape)
+    query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # (..., Tq, Tk)
-    logits = logits / math.sqrt(key.shape[-1])
     if mask is not None:
         mask = tf.convert_to_tensor(mask)
+        check_mask_dtype(mask.dtype == tf.bool)
         check_mask_shape(mask.shape, logits.shape)
         blocked = tf.broadcast_to(tf.not_equal(mask, 0), tf.shape(logits))  # (..., Tq, Tk)
         logits = tf.where(blocked, tf.float32.min, logits)

@@ -45,6 +45,11 @@ class EncoderLayer(layers.Layer):
         self.dropout2 = layers.Dropout(dropout, dtype=self.dtype_policy)
         self.built = True
 
+    def __call__(self, x, mask=None, *args, **kwargs):
+        # Keras would fill a positional ``mask=None`` from ``x``'s Keras mask and
+        # then see it twice; the course passes its masks by keyword, explicitly.
+        return super().__call__(x, *args, mask=mask, **kwargs)
+
     def call(self, x, mask=None, return_attention=False, training=None):
         attn, weights = self.self_attn(x, x, x, mask=mask, training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
         x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, seq, d_model)
@@ -92,6 +97,11 @@ class Encoder(layers.Layer):
             for i in range(num_layers)
         ]
         self.built = True
+
+    def __call__(self, tokens, mask=None, *args, **kwargs):
+        # Keras would fill a positional ``mask=None`` from ``tokens``'s Keras mask and
+        # then see it twice; the course passes its masks by keyword, explicitly.
+        return super().__call__(tokens, *args, mask=mask, **kwargs)
 
     def call(self, tokens, mask=None, return_attention=False, training=None):
         x = self.dropout(self.embedding(tokens), training=training)  # (batch, seq, d_model)

@@ -60,6 +60,7 @@ class Transformer(keras.Model):
     def call(self, src_tokens, tgt_tokens=None, return_attention=False, training=None):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens)
+        src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
         enc_output, enc_maps = self.encoder(src_tokens, mask=src_mask, return_attention=True,
@@ -74,6 +75,10 @@ class Transformer(keras.Model):
         return logits, {"encoder_self": enc_maps, "decoder_self": self_maps,
                         "decoder_cross": cross_maps}
 
+    def _as_tokens(self, tokens):
+        """Token ids as a tensor on the model's device (lists and arrays welcome)."""
+        return tf.convert_to_tensor(tokens)
+
     def encode(self, src_tokens, training=None):
         """Run the encoder once. Returns ``(enc_output, src_mask)``.
 
@@ -81,6 +86,7 @@ class Transformer(keras.Model):
             src_tokens (batch, src_len) int ->
             enc_output (batch, src_len, d_model), src_mask (batch, 1, 1, src_len).
         """
+        src_tokens = self._as_tokens(src_tokens)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         return self.encoder(src_tokens, mask=src_mask, training=training), src_mask
 
@@ -105,7 +111,7 @@ class Transformer(keras.Model):
         Shape:
             tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
-        tgt_tokens = tf.convert_to_tensor(tgt_tokens)
+        tgt_tokens = self._as_tokens(tgt_tokens)
         past, new = state["tgt_pad"].shape[-1], tgt_tokens.shape[1]
         tgt_pad = tf.concat([state["tgt_pad"], create_padding_mask(tgt_tokens, self.pad_id)], axis=-1)
         look_ahead = create_look_ahead_mask(past + new)[past:]  # (new, past + new)

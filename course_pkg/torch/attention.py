@@ -5,7 +5,13 @@ import math
 import torch
 from torch import nn
 
-from .._checks import check_features, check_heads, check_mask_shape, check_matching_depth
+from .._checks import (
+    check_features,
+    check_heads,
+    check_mask_dtype,
+    check_mask_shape,
+    check_matching_depth,
+)
 from ._layers import dense
 
 
@@ -16,8 +22,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         query: queries.
         key: keys, one per value.
         value: values.
-        mask: optional course mask (1.0 = blocked, 0.0 = may attend) that
-            broadcasts to the logits' shape ``(..., Tq, Tk)``.
+        mask: optional course mask (1.0 = blocked, 0.0 = may attend), float
+            or int, that broadcasts to the logits' shape ``(..., Tq, Tk)``.
+            Boolean masks are refused: their polarity differs between
+            libraries, so convert them with ``from_blocked_mask`` or
+            ``from_attend_mask`` first.
 
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
@@ -29,10 +38,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         output (..., Tq, dv), attention_weights (..., Tq, Tk).
     """
     check_matching_depth(query.shape, key.shape, value.shape)
+    query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = torch.matmul(query, key.transpose(-2, -1)).float()  # (..., Tq, Tk)
-    logits = logits / math.sqrt(key.shape[-1])
     if mask is not None:
         mask = torch.as_tensor(mask, device=logits.device)
+        check_mask_dtype(mask.dtype == torch.bool)
         check_mask_shape(mask.shape, logits.shape)
         blocked = mask != 0  # (..., Tq, Tk) after broadcasting
         logits = logits.masked_fill(blocked, torch.finfo(torch.float32).min)

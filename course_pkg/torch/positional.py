@@ -72,6 +72,7 @@ class PositionalEmbedding(nn.Module):
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens, start=0):
+        tokens = torch.as_tensor(tokens, device=self.token_embedding.weight.device)
         check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tokens.shape[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)

@@ -56,6 +56,7 @@ class Transformer(nn.Module):
     def forward(self, src_tokens, tgt_tokens=None, return_attention=False):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens)
+        src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
         enc_output, enc_maps = self.encoder(src_tokens, mask=src_mask, return_attention=True)
@@ -69,6 +70,10 @@ class Transformer(nn.Module):
         return logits, {"encoder_self": enc_maps, "decoder_self": self_maps,
                         "decoder_cross": cross_maps}
 
+    def _as_tokens(self, tokens):
+        """Token ids as a tensor on the model's device (lists and arrays welcome)."""
+        return torch.as_tensor(tokens, device=self.final_layer.weight.device)
+
     def encode(self, src_tokens):
         """Run the encoder once. Returns ``(enc_output, src_mask)``.
 
@@ -76,6 +81,7 @@ class Transformer(nn.Module):
             src_tokens (batch, src_len) int ->
             enc_output (batch, src_len, d_model), src_mask (batch, 1, 1, src_len).
         """
+        src_tokens = self._as_tokens(src_tokens)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         return self.encoder(src_tokens, mask=src_mask), src_mask
 
@@ -100,7 +106,7 @@ class Transformer(nn.Module):
         Shape:
             tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
-        tgt_tokens = torch.as_tensor(tgt_tokens)
+        tgt_tokens = self._as_tokens(tgt_tokens)
         past, new = state["tgt_pad"].shape[-1], tgt_tokens.shape[1]
         tgt_pad = torch.cat([state["tgt_pad"], create_padding_mask(tgt_tokens, self.pad_id)], dim=-1)
         look_ahead = create_look_ahead_mask(past + new)[past:].to(tgt_tokens.device)  # (new, past + new)
