@@ -1,0 +1,119 @@
+"""greedy_decode and beam_search: cache equals recomputation, beams beat greedy, frameworks agree."""
+
+import numpy as np
+import pytest
+
+from conftest import class_args, random_params
+
+PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
+# A Markov "language model": row = previous token, column = next-token probability.
+# Greedy takes A (0.6) and then cannot finish well; beam search finds B <eos> (0.4 * 0.9).
+TRANSITIONS = np.array([
+    [0.96, 0.01, 0.01, 0.01, 0.01],  # after <pad>
+    [0.00, 0.00, 0.00, 0.60, 0.40],  # after <bos>
+    [0.96, 0.01, 0.01, 0.01, 0.01],  # after <eos>
+    [0.00, 0.00, 0.34, 0.33, 0.33],  # after A
+    [0.00, 0.00, 0.90, 0.05, 0.05],  # after B
+])
+LOG_T = np.log(np.maximum(TRANSITIONS, 1e-9)).astype(np.float32)
+
+
+def markov_model(fw):
+    """A model with the decoding protocol whose logits depend on the last token only."""
+    if fw.name == "torch":
+        import torch
+
+        class Markov(torch.nn.Module):
+            max_len = 8
+
+            def forward(self, src, tgt):
+                return torch.as_tensor(LOG_T)[tgt]  # (batch, steps, vocab)
+
+            def start_decoding(self, src):
+                return {"src": torch.as_tensor(src)}
+
+            def decode_step(self, tokens, state):
+                return self(state["src"], tokens), state
+
+        return Markov()
+
+    tf = fw.tf
+
+    class Markov:
+        max_len = 8
+
+        def __call__(self, src, tgt, training=False):
+            return tf.gather(tf.constant(LOG_T), tgt)
+
+        def start_decoding(self, src):
+            return {"src": tf.convert_to_tensor(src)}
+
+        def decode_step(self, tokens, state):
+            return self(state["src"], tokens), state
+
+    return Markov()
+
+
+SRC = np.array([[5, 6], [7, 0]])
+
+
+def test_greedy_takes_the_locally_best_token(fw):
+    tokens = fw.to_numpy(fw.cp.greedy_decode(markov_model(fw), SRC, max_len=5))
+    # A, then <eos> (0.34), then only <pad>
+    np.testing.assert_array_equal(tokens, [[A, EOS], [A, EOS]])
+
+
+def test_beam_search_finds_the_more_likely_sequence(fw):
+    model = markov_model(fw)
+    tokens, scores = fw.cp.beam_search(model, SRC, beam_size=2, max_len=5, length_penalty=0.0,
+                                       return_scores=True)
+    np.testing.assert_array_equal(fw.to_numpy(tokens), [[B, EOS], [B, EOS]])
+    np.testing.assert_allclose(fw.to_numpy(scores), np.log(0.4 * 0.9), atol=1e-5)
+
+
+def test_beam_of_one_is_greedy(fw):
+    model = markov_model(fw)
+    greedy = fw.to_numpy(fw.cp.greedy_decode(model, SRC, max_len=5))
+    beam = fw.to_numpy(fw.cp.beam_search(model, SRC, beam_size=1, max_len=5, length_penalty=0.0))
+    np.testing.assert_array_equal(beam, greedy)
+
+
+def test_decoding_stops_at_max_len(fw):
+    model = markov_model(fw)
+    with pytest.raises(ValueError, match="max_len"):
+        fw.cp.greedy_decode(model, SRC, max_len=0)
+    tokens = fw.to_numpy(fw.cp.greedy_decode(model, SRC, max_len=1))
+    assert tokens.shape == (2, 1)
+
+
+def _transformer(fw, interop):
+    model = fw.make("Transformer", *class_args("Transformer"))
+    interop.set_weights(model, random_params(model, seed=3, scale=0.5))
+    return model
+
+
+def test_cached_greedy_equals_recomputation(fw, interop):
+    model = _transformer(fw, interop)
+    src = np.array([[5, 9, 3, 7, 0, 0], [4, 12, 1, 6, 8, 2]])
+    fast, fast_logits = fw.cp.greedy_decode(model, src, max_len=8, return_logits=True)
+    slow, slow_logits = fw.cp.greedy_decode(model, src, max_len=8, use_cache=False,
+                                            return_logits=True)
+    np.testing.assert_array_equal(fw.to_numpy(fast), fw.to_numpy(slow))
+    np.testing.assert_allclose(fw.to_numpy(fast_logits), fw.to_numpy(slow_logits), atol=1e-5)
+
+
+def test_frameworks_decode_identically(tf_fw, torch_fw, interop):
+    tf_model, pt_model = _transformer(tf_fw, interop), _transformer(torch_fw, interop)
+    interop.copy_weights(tf_model, pt_model)
+    src = np.array([[5, 9, 3, 7, 0, 0], [4, 12, 1, 6, 8, 2]])
+    for decode, kw in (("greedy_decode", {}), ("beam_search", {"beam_size": 3})):
+        a = tf_fw.to_numpy(getattr(tf_fw.cp, decode)(tf_model, src, max_len=8, **kw))
+        b = torch_fw.to_numpy(getattr(torch_fw.cp, decode)(pt_model, src, max_len=8, **kw))
+        np.testing.assert_array_equal(a, b)
+
+
+def test_torch_decoding_restores_training_mode(torch_fw, interop):
+    model = _transformer(torch_fw, interop)
+    model.train()
+    torch_fw.cp.greedy_decode(model, np.array([[5, 9, 3]]), max_len=3)
+    assert model.training
