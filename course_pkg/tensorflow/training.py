@@ -1,0 +1,507 @@
+"""Training: the masked loss and accuracy, the Noam schedule, and a small trainer.
+
+Same names, signatures and numbers as :mod:`course_pkg.torch.training`.
+A batch is a triple ``(src, tgt_in, tgt_out)`` of token ids, as
+:func:`course_pkg.tensorflow.make_batches` yields them: teacher forcing feeds the
+decoder ``tgt_in = <bos> y`` and scores its logits against ``tgt_out = y <eos>``.
+Positions where ``tgt_out`` holds ``pad_id`` count neither in the loss nor in
+the accuracy.
+
+Example::
+
+    from course_pkg.tensorflow import Trainer, Transformer
+
+    model = Transformer(2, 128, 4, 512, len(src_vocab), len(tgt_vocab), 64)
+    trainer = Trainer(model)   # Adam + Noam schedule of the paper, label smoothing 0.1
+    history = trainer.fit(train, valid, epochs=10, time_budget=600,
+                          checkpoint_path="transformer_ckpt")
+    trainer.restore("transformer_ckpt")   # later, into Trainer(Transformer(same arguments))
+"""
+
+import json
+import os
+import shutil
+import time
+
+import keras
+import tensorflow as tf
+
+from .._checks import check_positive, check_token_dtype, check_token_rank
+from ._layers import is_integer
+
+ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
+HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")
+CHECKPOINT_FORMAT = "course_pkg.training/1"
+CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
+_IGNORED_CONFIG_KEYS = ("name",)  # Keras numbers its models' names; not a configuration
+
+
+# ------------------------------------------------------------------- loss, accuracy
+def _check_label_smoothing(label_smoothing):
+    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) < 1.0:
+        raise ValueError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
+
+
+def _check_loss_shapes(labels_shape, logits_shape):
+    labels_shape, logits_shape = tuple(labels_shape), tuple(logits_shape)
+    ok = len(labels_shape) == 2 and len(logits_shape) == 3 and all(
+        a is None or b is None or a == b for a, b in zip(labels_shape, logits_shape))
+    if not ok:
+        raise ValueError(
+            f"labels of shape {labels_shape} do not fit logits of shape {logits_shape}: "
+            "expected labels (batch, tgt_len) and logits (batch, tgt_len, vocab)"
+        )
+
+
+def _check_labels(labels, logits):
+    labels, logits = tf.convert_to_tensor(labels), tf.convert_to_tensor(logits)
+    if not is_integer(labels):
+        raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype.name}")
+    if not logits.dtype.is_floating:
+        raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype.name}")
+    _check_loss_shapes(labels.shape, logits.shape)
+    return tf.cast(labels, tf.int64), logits
+
+
+def _loss_sums(labels, logits, pad_id, label_smoothing):
+    """The loss summed over the counted (non-pad) labels, and their number."""
+    _check_label_smoothing(label_smoothing)
+    labels, logits = _check_labels(labels, logits)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (batch, T, vocab) float32
+    keep = labels != pad_id  # (batch, T)
+    # pad ids may lie outside the vocabulary (e.g. -100): gather at id 0 there instead
+    safe = tf.where(keep, labels, tf.zeros_like(labels))  # (batch, T)
+    # Cross-entropy against the target q = (1 - eps) one_hot + eps / vocab:
+    # -sum(q log p) = (1 - eps) * (-log p[label]) + eps * mean(-log p).
+    nll = -tf.gather(log_probs, safe[..., tf.newaxis], batch_dims=2)[..., 0]  # (batch, T)
+    uniform = -tf.reduce_mean(log_probs, axis=-1)  # (batch, T)
+    per_token = (1.0 - label_smoothing) * nll + label_smoothing * uniform  # (batch, T)
+    weights = tf.cast(keep, tf.float32)  # (batch, T)
+    return tf.reduce_sum(per_token * weights), tf.reduce_sum(weights)
+
+
+def _hits(labels, logits, keep):
+    """1.0 where the most likely token is the label and the label counts, else 0.0."""
+    return tf.cast((tf.argmax(logits, axis=-1) == labels) & keep, tf.float32)  # (batch, T)
+
+
+def _masked_sums(labels, logits, pad_id, label_smoothing):
+    """Summed loss, number of correct predictions and number of counted (non-pad) labels."""
+    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
+    labels, logits = _check_labels(labels, logits)
+    return loss_sum, tf.reduce_sum(_hits(labels, logits, labels != pad_id)), count
+
+
+def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
+    """Cross-entropy averaged over the labels that are not ``pad_id``.
+
+    With ``label_smoothing = eps`` the target distribution is
+    ``(1 - eps) * one_hot(label) + eps / vocab`` (Szegedy et al., 2016; the
+    paper uses eps = 0.1), as in ``torch.nn.functional.cross_entropy(...,
+    label_smoothing=eps)`` and Keras' ``CategoricalCrossentropy(label_smoothing=eps)``.
+    Computed in float32 whatever the logits' dtype; a batch with no label to
+    count (all pad) gives 0, not NaN.
+
+    Args:
+        labels: target token ids (``tgt_out``).
+        logits: the model's logits.
+        pad_id: the label id to ignore.
+        label_smoothing: eps in [0, 1).
+
+    Returns:
+        the mean loss, a float32 scalar tensor.
+
+    Shape:
+        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
+    """
+    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
+    return loss_sum / tf.maximum(count, 1.0)
+
+
+def masked_accuracy(labels, logits, pad_id=0):
+    """Fraction of the non-pad labels that are the logits' argmax (0 if all are pad).
+
+    Args:
+        labels: target token ids (``tgt_out``).
+        logits: the model's logits.
+        pad_id: the label id to ignore.
+
+    Returns:
+        the accuracy, a float32 scalar tensor.
+
+    Shape:
+        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
+    """
+    labels, logits = _check_labels(labels, logits)
+    keep = labels != pad_id  # (batch, T)
+    return tf.reduce_sum(_hits(labels, logits, keep)) / tf.maximum(
+        tf.reduce_sum(tf.cast(keep, tf.float32)), 1.0)
+
+
+# -------------------------------------------------------------- learning-rate schedule
+@keras.saving.register_keras_serializable(package="course_pkg")
+class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """The learning rate of the paper: warm up linearly, then decay as 1/sqrt(step).
+
+    ``lr = d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)``,
+    highest at ``step = warmup_steps``. Optimizers count from 0: step 0 gets
+    the step-1 value. A Keras ``LearningRateSchedule``, meant as the
+    ``learning_rate`` of a Keras optimizer (:func:`make_optimizer` does that),
+    which evaluates it at its ``iterations`` before every update.
+
+    Args:
+        d_model: model width.
+        warmup_steps: steps of linear warm-up.
+
+    Call:
+        ``schedule(step)`` returns the learning rate at optimizer step ``step``
+        as a float32 scalar tensor.
+    """
+
+    def __init__(self, d_model, warmup_steps=4000):
+        check_positive(d_model=d_model, warmup_steps=warmup_steps)
+        self.d_model, self.warmup_steps = d_model, warmup_steps
+
+    def __call__(self, step):
+        step = tf.maximum(tf.cast(step, tf.float32), 1.0)
+        return self.d_model ** -0.5 * tf.minimum(step ** -0.5, step * self.warmup_steps ** -1.5)
+
+    def get_config(self):
+        """The constructor arguments (for Keras' serialisation)."""
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
+
+
+def make_optimizer(model, d_model, warmup_steps=4000):
+    """Adam with the paper's betas (0.9, 0.98) and epsilon 1e-9, driven by :class:`NoamSchedule`.
+
+    Args:
+        model: unused (a Keras optimizer learns the variables it is given at
+            each step); kept so that the call is the same as in PyTorch.
+        d_model: width for the schedule (usually ``model.d_model``).
+        warmup_steps: steps of linear warm-up.
+
+    Returns:
+        ``(optimizer, schedule)``: a ``keras.optimizers.Adam`` whose learning
+        rate is the :class:`NoamSchedule`, and that schedule; the optimizer
+        evaluates it by itself at every step.
+    """
+    schedule = NoamSchedule(d_model, warmup_steps)
+    optimizer = keras.optimizers.Adam(learning_rate=schedule, beta_1=ADAM_BETAS[0],
+                                      beta_2=ADAM_BETAS[1], epsilon=ADAM_EPSILON)
+    return optimizer, schedule
+
+
+# --------------------------------------------------------------------------- trainer
+def _config_differences(expected, found):
+    """``key: expected ..., found ...`` for every key where two configs differ."""
+    expected = {k: v for k, v in expected.items() if k not in _IGNORED_CONFIG_KEYS}
+    found = {k: v for k, v in found.items() if k not in _IGNORED_CONFIG_KEYS}
+    missing = "<missing>"
+    return [f"{key}: expected {expected.get(key, missing)!r}, found {found.get(key, missing)!r}"
+            for key in sorted(set(expected) | set(found))
+            if expected.get(key, missing) != found.get(key, missing)]
+
+
+def _plain(config):
+    """A config as JSON would give it back (tuples as lists), to compare saved and live configs."""
+    return json.loads(json.dumps(config, default=str))
+
+
+def _check_reiterable(batches, epochs, what):
+    if epochs > 1 and iter(batches) is batches:
+        raise ValueError(
+            f"{what} is a one-shot iterator (e.g. a generator), but epochs={epochs} passes over "
+            "it several times; pass a list, a DataLoader or a tf.data.Dataset"
+        )
+
+
+def _check_budget(max_steps, time_budget):
+    if max_steps is not None:
+        check_positive(max_steps=max_steps)
+    if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
+            time_budget, (int, float)) or time_budget < 0):
+        raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
+
+
+class _NoBar:
+    """Stands in for a tqdm bar when ``progress=False``."""
+
+    def set_description(self, *args, **kwargs):
+        pass
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+    def update(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress_bar(progress, train_batches, epochs, max_steps):
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm  # renders as a widget in notebooks, as text elsewhere
+
+    try:
+        total = epochs * len(train_batches)
+    except TypeError:  # no len(): a generator
+        total = None
+    if max_steps is not None:
+        total = max_steps if total is None else min(total, max_steps)
+    return tqdm(total=total, unit="step", dynamic_ncols=True)
+
+
+class Trainer:
+    """Teacher-forced training of a course model: steps, evaluation, ``fit``, checkpoints.
+
+    Args:
+        model: a course model called as ``model(src, tgt_in)`` -> logits, with
+            ``get_config()`` (the Transformer, the RNN Seq2Seq). TensorFlow
+            places it on the GPU when there is one.
+        optimizer: default: the Adam of :func:`make_optimizer`.
+        schedule: the ``LearningRateSchedule`` the optimizer follows (default:
+            :func:`make_optimizer`'s); kept for reference only, since a Keras
+            optimizer evaluates its schedule by itself.
+        d_model: width for the Noam schedule (default: ``model.d_model``); only
+            used to make the default optimizer.
+        warmup_steps: warm-up of the default Noam schedule.
+        label_smoothing: eps of :func:`masked_loss`, in training and evaluation.
+        pad_id: the padding id of the targets.
+        seed: seeds the framework (``keras.utils.set_random_seed``); ``None``
+            leaves it. Keras fixes dropout's random streams when it builds the
+            model: seed before building it, for the same initial weights and
+            dropout masks.
+
+    Attributes:
+        model, optimizer, schedule, label_smoothing, pad_id; ``step``, the
+        number of training steps taken (saved and restored with the
+        checkpoints).
+    """
+
+    def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
+                 label_smoothing=0.1, pad_id=0, seed=0):
+        _check_label_smoothing(label_smoothing)
+        if seed is not None:
+            keras.utils.set_random_seed(seed)
+        self.model = model
+        if optimizer is None:
+            if schedule is not None:
+                raise ValueError("schedule was given without its optimizer: pass both, or neither "
+                                 "to get make_optimizer's")
+            if d_model is None:
+                d_model = getattr(model, "d_model", None)
+            if d_model is None:
+                raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
+                                 "(the width the Noam schedule scales by) or an optimizer")
+            optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps)
+        self.optimizer, self.schedule = optimizer, schedule
+        self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
+        self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        if not self.optimizer.built:  # its variables must exist before a restore
+            self.optimizer.build(self.model.trainable_variables)
+        # One graph for every batch shape: (None, None) int64, so that batches of
+        # other lengths do not retrace.
+        tokens = tf.TensorSpec((None, None), tf.int64)
+        self._train_function = tf.function(self._train_graph, input_signature=[tokens] * 3)
+        self._evaluate_function = tf.function(self._evaluate_graph, input_signature=[tokens] * 3)
+
+    @property
+    def step(self):
+        """The number of training steps taken, a Python int."""
+        return int(self._step.numpy())
+
+    @property
+    def learning_rate(self):
+        """The learning rate of the next step, a Python float."""
+        return float(self.optimizer.learning_rate)
+
+    def _tokens(self, tokens):
+        tokens = tf.convert_to_tensor(tokens)
+        check_token_dtype(is_integer(tokens), tokens.dtype.name)
+        check_token_rank(tokens.shape)
+        return tf.cast(tokens, tf.int64)
+
+    def _train_graph(self, src, tgt_in, tgt_out):
+        with tf.GradientTape() as tape:
+            logits = self.model(src, tgt_in, training=True)  # (batch, tgt_len, vocab)
+            loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
+        variables = self.model.trainable_variables
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        self._step.assign_add(1)
+        return loss, masked_accuracy(tgt_out, logits, self.pad_id)
+
+    def _evaluate_graph(self, src, tgt_in, tgt_out):
+        logits = self.model(src, tgt_in, training=False)  # (batch, tgt_len, vocab)
+        return _masked_sums(tgt_out, logits, self.pad_id, self.label_smoothing)
+
+    def train_step(self, src, tgt_in, tgt_out):
+        """One optimizer step on one batch (dropout on).
+
+        Returns:
+            ``{"loss": float, "accuracy": float}`` of this batch, before the update.
+
+        Shape:
+            src (batch, src_len), tgt_in (batch, tgt_len), tgt_out (batch, tgt_len) int.
+        """
+        src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+        loss, accuracy = self._train_function(src, tgt_in, tgt_out)  # a traced tf.function
+        return {"loss": float(loss), "accuracy": float(accuracy)}
+
+    def evaluate(self, batches):
+        """Loss and accuracy over all the non-pad target tokens of ``batches`` (dropout off).
+
+        Every token weighs the same, whatever the size of its batch. The loss
+        is label-smoothed like the training loss, so the two compare.
+
+        Returns:
+            ``{"loss": float, "accuracy": float}``.
+        """
+        totals, seen = [0.0, 0.0, 0.0], 0  # summed loss, correct predictions, counted tokens
+        for src, tgt_in, tgt_out in batches:
+            src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+            sums = self._evaluate_function(src, tgt_in, tgt_out)  # a traced tf.function
+            totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
+        if not seen:
+            raise ValueError("batches yielded no batch to evaluate (an exhausted generator?)")
+        loss_sum, hits, count = (float(t) for t in totals)
+        return {"loss": loss_sum / max(count, 1.0), "accuracy": hits / max(count, 1.0)}
+
+    def fit(self, train_batches, valid_batches=None, epochs=1, max_steps=None, time_budget=None,
+            progress=True, checkpoint_path=None):
+        """Train until ``epochs``, ``max_steps`` or ``time_budget`` (seconds) runs out, whichever first.
+
+        The budgets count this call only and are checked after every step.
+        After every epoch, and where training stops, the trainer logs the mean
+        training loss and accuracy of the steps since the previous log and, with
+        ``valid_batches``, runs :meth:`evaluate` on them.
+
+        Args:
+            train_batches: an iterable of ``(src, tgt_in, tgt_out)``, iterated
+                once per epoch (a list, a DataLoader, a tf.data.Dataset).
+            valid_batches: batches for validation, or ``None``.
+            epochs: passes over ``train_batches``.
+            max_steps: most training steps, or ``None``.
+            time_budget: most seconds of wall-clock time, or ``None``.
+            progress: show a tqdm progress bar with the running loss and accuracy.
+            checkpoint_path: where to :meth:`save` at the end, or ``None``.
+
+        Returns:
+            the history, a dict of lists with one entry per log: ``step`` (the
+            trainer's step count), ``loss``, ``accuracy``, ``val_loss``,
+            ``val_accuracy`` (``None`` without ``valid_batches``) and ``elapsed``
+            (seconds since the start of ``fit``).
+        """
+        check_positive(epochs=epochs)
+        _check_budget(max_steps, time_budget)
+        _check_reiterable(train_batches, epochs, "train_batches")
+        if valid_batches is not None:
+            _check_reiterable(valid_batches, epochs, "valid_batches")
+        history = {key: [] for key in HISTORY_KEYS}
+        start, steps, stop = time.perf_counter(), 0, False
+        bar = _progress_bar(progress, train_batches, epochs, max_steps)
+        try:
+            for epoch in range(epochs):
+                bar.set_description(f"epoch {epoch + 1}/{epochs}")
+                loss_sum = accuracy_sum = 0.0
+                epoch_steps = 0
+                for src, tgt_in, tgt_out in train_batches:
+                    logs = self.train_step(src, tgt_in, tgt_out)
+                    steps, epoch_steps = steps + 1, epoch_steps + 1
+                    loss_sum, accuracy_sum = loss_sum + logs["loss"], accuracy_sum + logs["accuracy"]
+                    shown = {"loss": f"{loss_sum / epoch_steps:.4f}",
+                             "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
+                    bar.set_postfix(shown, refresh=False)
+                    bar.update(1)
+                    stop = ((max_steps is not None and steps >= max_steps) or
+                            (time_budget is not None and time.perf_counter() - start >= time_budget))
+                    if stop:
+                        break
+                if epoch_steps == 0:
+                    if steps == 0:
+                        raise ValueError("train_batches yielded no batch to train on")
+                    break  # a re-iterable that came back empty
+                val = self.evaluate(valid_batches) if valid_batches is not None else {}
+                if val:
+                    bar.set_postfix({**shown, "val_loss": f"{val['loss']:.4f}",
+                                     "val_accuracy": f"{val['accuracy']:.4f}"})
+                row = {"step": self.step, "loss": loss_sum / epoch_steps,
+                       "accuracy": accuracy_sum / epoch_steps, "val_loss": val.get("loss"),
+                       "val_accuracy": val.get("accuracy"), "elapsed": time.perf_counter() - start}
+                for key in HISTORY_KEYS:
+                    history[key].append(row[key])
+                if stop:
+                    break
+        finally:
+            bar.close()
+        if checkpoint_path is not None:
+            self.save(checkpoint_path)
+        return history
+
+    # ---------------------------------------------------------------- checkpoints
+    def _checkpoint(self):
+        # Keras keeps dropout's random state in seed-generator variables that the
+        # model's own checkpoint leaves out; saving them resumes dropout exactly.
+        seeds = [v for v in self.model.non_trainable_variables if "seed_generator" in v.path]
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step,
+                                   seeds=seeds)
+
+    def save(self, path):
+        """Save a checkpoint to the directory ``path``, all at once.
+
+        The checkpoint holds the model's weights, the optimizer's state (its
+        step count drives the schedule), the step count, the random state of
+        dropout (so that it continues as without the interruption) and the
+        model's ``get_config()``: a ``tf.train.Checkpoint`` under the prefix
+        ``path/checkpoint`` and the config in ``path/config.json`` beside it. It
+        is written to a temporary directory renamed to ``path`` at the end, so
+        ``path`` is never half-written.
+        """
+        path = os.path.abspath(os.fspath(path))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        info = {
+            "format": CHECKPOINT_FORMAT,
+            "model_class": type(self.model).__name__,
+            "config": _plain(self.model.get_config()),
+            "step": self.step,
+        }
+        temporary, previous = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"
+        try:
+            shutil.rmtree(temporary, ignore_errors=True)
+            self._checkpoint().write(os.path.join(temporary, CHECKPOINT_PREFIX))
+            with open(os.path.join(temporary, CONFIG_FILE), "w") as file:
+                json.dump(info, file, indent=2)
+            if os.path.exists(path):
+                os.rename(path, previous)  # a directory cannot be replaced in one rename
+            os.rename(temporary, path)
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+            shutil.rmtree(previous, ignore_errors=True)
+
+    def restore(self, path):
+        """Load a checkpoint written by :meth:`save`; training then continues exactly.
+
+        The model must have the configuration of the saved one: otherwise
+        ``ValueError`` names the differing values and nothing is loaded.
+        """
+        path = os.fspath(path)
+        if os.path.isfile(path):
+            raise ValueError(f"{path} is a file; a TensorFlow checkpoint is a directory "
+                             "(torch checkpoints are files)")
+        config_file = os.path.join(path, CONFIG_FILE)
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"no checkpoint directory {path}")
+        if not os.path.isfile(config_file):
+            raise ValueError(f"{path} is not a checkpoint written by Trainer.save: no {CONFIG_FILE}")
+        with open(config_file) as file:
+            checkpoint = json.load(file)
+        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a checkpoint written by Trainer.save")
+        expected = {"model_class": type(self.model).__name__, **_plain(self.model.get_config())}
+        found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
+        differences = _config_differences(expected, found)
+        if differences:
+            raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
+                             "(expected: this model, found: the checkpoint): " + "; ".join(differences))
+        self._checkpoint().read(os.path.join(path, CHECKPOINT_PREFIX)).assert_consumed()

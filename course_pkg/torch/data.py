@@ -1,0 +1,84 @@
+"""Batches for training in PyTorch: a ``torch.utils.data.DataLoader`` of ``(src, tgt_in, tgt_out)``.
+
+Same names, signatures and batches as :mod:`course_pkg.tensorflow.data`; the
+text side (corpus, :class:`~course_pkg.data.Tokenizer`,
+:class:`~course_pkg.data.Vocab`) is framework-free in :mod:`course_pkg.data`.
+
+Example::
+
+    from course_pkg.data import Tokenizer, Vocab, make_number_corpus
+    from course_pkg.torch.data import make_batches
+
+    corpus = make_number_corpus("fr", "en")
+    src_vocab = Vocab.build([s for s, _ in corpus.train], Tokenizer("fr"))
+    tgt_vocab = Vocab.build([t for _, t in corpus.train], Tokenizer("en"))
+    train = make_batches(corpus.train, src_vocab, tgt_vocab, batch_size=64, shuffle=True, seed=0)
+    for src, tgt_in, tgt_out in train:   # one epoch
+        logits = model(src, tgt_in)      # loss against tgt_out, ignoring pad id 0
+"""
+
+import torch
+
+from .. import data as _data
+
+
+class _BatchDataset(torch.utils.data.Dataset):
+    """Indexed by an array of example indices; returns that whole batch as tensors."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __len__(self):
+        return self.batches.num_examples
+
+    def __getitem__(self, indices):
+        return tuple(torch.from_numpy(a) for a in self.batches.take(indices))
+
+
+class _EpochSampler(torch.utils.data.Sampler):
+    """Yields the index array of each batch; a new seeded order every epoch."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        return iter(self.batches.next_epoch())
+
+
+def make_batches(pairs_or_arrays, src_vocab=None, tgt_vocab=None, batch_size=64,
+                 shuffle=False, seed=0, max_len=None):
+    """Training batches ``(src, tgt_in, tgt_out)`` as a ``torch.utils.data.DataLoader``.
+
+    Teacher forcing: for a pair ``(x, y)``, ``src = x <eos>``,
+    ``tgt_in = <bos> y`` and ``tgt_out = y <eos>``; every batch is right-padded
+    with ``<pad>`` = 0 to its own longest sequence. Each pass over the result
+    is one epoch; with ``shuffle=True`` epoch ``e`` takes the order
+    ``numpy.random.default_rng([seed, e]).permutation(N)``, the same as
+    :func:`course_pkg.data.make_batches` and the TensorFlow version.
+
+    Args:
+        pairs_or_arrays: ``(source_text, target_text)`` pairs, or the
+            ``(src, tgt_in, tgt_out)`` arrays of :func:`course_pkg.data.encode_pairs`.
+        src_vocab, tgt_vocab: :class:`~course_pkg.data.Vocab` to encode pairs
+            (unused for arrays).
+        batch_size: examples per batch (the last batch may be smaller).
+        shuffle: visit the examples in a new seeded order every epoch.
+        seed: seed of the shuffling.
+        max_len: the longest sequence allowed, the model's ``max_len``
+            (``ValueError`` beyond it).
+
+    Returns:
+        a ``DataLoader``; ``len()`` is the number of batches per epoch.
+
+    Shape:
+        each batch: src (batch, S_b), tgt_in (batch, T_b), tgt_out (batch, T_b)
+        int64, padded to the longest sequence of the batch.
+    """
+    batches = _data.make_batches(pairs_or_arrays, src_vocab, tgt_vocab, batch_size,
+                                 shuffle, seed, max_len)
+    # batch_size=None: the sampler hands whole batches of indices to the dataset.
+    return torch.utils.data.DataLoader(_BatchDataset(batches), sampler=_EpochSampler(batches),
+                                       batch_size=None)
