@@ -16,7 +16,6 @@ faster). Run on an idle machine:  python benchmarks/training_speed.py [--framewo
 """
 
 import argparse
-import math
 import os
 import statistics
 import time

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import D_MODEL, DFF, NUM_HEADS, NUM_LAYERS, SRC_VOCAB, TGT_VOCAB, class_args
+from conftest import D_MODEL, NUM_HEADS, NUM_LAYERS, TGT_VOCAB, class_args
 
 X = np.random.default_rng(0).normal(size=(2, 5, D_MODEL)).astype(np.float32)
 ENC = np.random.default_rng(1).normal(size=(2, 6, D_MODEL)).astype(np.float32)
@@ -85,7 +85,6 @@ def test_transformer_sublayers(fw):
 def test_layer_norm_epsilon(fw):
     """LayerNorm eps is 1e-6: visible on tiny-variance inputs."""
     fw.seed(0)
-    layer = fw.make("FeedForward", D_MODEL, DFF)  # unused; keep adapter warm
     el = fw.make("EncoderLayer", *class_args("EncoderLayer"))
     norm = el.norm1
     eps = getattr(norm, "epsilon", getattr(norm, "eps", None))

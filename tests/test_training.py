@@ -101,7 +101,6 @@ def test_keras_fit_with_pair_inputs(tf_fw):
 # course_pkg.{torch,tensorflow}.training: loss, accuracy, schedule, Trainer
 # ===========================================================================
 import importlib  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 

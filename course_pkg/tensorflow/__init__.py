@@ -7,7 +7,7 @@ TensorFlow (and the Keras 3 it ships) only.
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
-from .decoding import beam_search, greedy_decode
+from .decoding import beam_search, greedy_decode, translate
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
 from .masks import (
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
-__all__ += ["greedy_decode", "beam_search"]
+__all__ += ["greedy_decode", "beam_search", "translate"]
 
 # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).
 __all__ += ["BahdanauAttention", "LuongAttention", "Seq2SeqEncoder", "Seq2SeqDecoder",

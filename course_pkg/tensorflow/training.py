@@ -26,6 +26,15 @@ import time
 import keras
 import tensorflow as tf
 
+from .._training import (
+    check_budget,
+    check_label_smoothing,
+    check_loss_shapes,
+    check_reiterable,
+    config_differences,
+    plain,
+    progress_bar,
+)
 from .._checks import check_positive, check_token_dtype, check_token_rank
 from ._layers import is_integer
 
@@ -33,24 +42,9 @@ ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5
 HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")
 CHECKPOINT_FORMAT = "course_pkg.training/1"
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
-_IGNORED_CONFIG_KEYS = ("name",)  # Keras numbers its models' names; not a configuration
 
 
 # ------------------------------------------------------------------- loss, accuracy
-def _check_label_smoothing(label_smoothing):
-    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) < 1.0:
-        raise ValueError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
-
-
-def _check_loss_shapes(labels_shape, logits_shape):
-    labels_shape, logits_shape = tuple(labels_shape), tuple(logits_shape)
-    ok = len(labels_shape) == 2 and len(logits_shape) == 3 and all(
-        a is None or b is None or a == b for a, b in zip(labels_shape, logits_shape))
-    if not ok:
-        raise ValueError(
-            f"labels of shape {labels_shape} do not fit logits of shape {logits_shape}: "
-            "expected labels (batch, tgt_len) and logits (batch, tgt_len, vocab)"
-        )
 
 
 def _check_labels(labels, logits):
@@ -59,13 +53,13 @@ def _check_labels(labels, logits):
         raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype.name}")
     if not logits.dtype.is_floating:
         raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype.name}")
-    _check_loss_shapes(labels.shape, logits.shape)
+    check_loss_shapes(labels.shape, logits.shape)
     return tf.cast(labels, tf.int64), logits
 
 
 def _loss_sums(labels, logits, pad_id, label_smoothing):
     """The loss summed over the counted (non-pad) labels, and their number."""
-    _check_label_smoothing(label_smoothing)
+    check_label_smoothing(label_smoothing)
     labels, logits = _check_labels(labels, logits)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (batch, T, vocab) float32
     keep = labels != pad_id  # (batch, T)
@@ -192,65 +186,6 @@ def make_optimizer(model, d_model, warmup_steps=4000):
 
 
 # --------------------------------------------------------------------------- trainer
-def _config_differences(expected, found):
-    """``key: expected ..., found ...`` for every key where two configs differ."""
-    expected = {k: v for k, v in expected.items() if k not in _IGNORED_CONFIG_KEYS}
-    found = {k: v for k, v in found.items() if k not in _IGNORED_CONFIG_KEYS}
-    missing = "<missing>"
-    return [f"{key}: expected {expected.get(key, missing)!r}, found {found.get(key, missing)!r}"
-            for key in sorted(set(expected) | set(found))
-            if expected.get(key, missing) != found.get(key, missing)]
-
-
-def _plain(config):
-    """A config as JSON would give it back (tuples as lists), to compare saved and live configs."""
-    return json.loads(json.dumps(config, default=str))
-
-
-def _check_reiterable(batches, epochs, what):
-    if epochs > 1 and iter(batches) is batches:
-        raise ValueError(
-            f"{what} is a one-shot iterator (e.g. a generator), but epochs={epochs} passes over "
-            "it several times; pass a list, a DataLoader or a tf.data.Dataset"
-        )
-
-
-def _check_budget(max_steps, time_budget):
-    if max_steps is not None:
-        check_positive(max_steps=max_steps)
-    if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
-            time_budget, (int, float)) or time_budget < 0):
-        raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
-
-
-class _NoBar:
-    """Stands in for a tqdm bar when ``progress=False``."""
-
-    def set_description(self, *args, **kwargs):
-        pass
-
-    def set_postfix(self, *args, **kwargs):
-        pass
-
-    def update(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress_bar(progress, train_batches, epochs, max_steps):
-    if not progress:
-        return _NoBar()
-    from tqdm.auto import tqdm  # renders as a widget in notebooks, as text elsewhere
-
-    try:
-        total = epochs * len(train_batches)
-    except TypeError:  # no len(): a generator
-        total = None
-    if max_steps is not None:
-        total = max_steps if total is None else min(total, max_steps)
-    return tqdm(total=total, unit="step", dynamic_ncols=True)
 
 
 class Trainer:
@@ -282,7 +217,7 @@ class Trainer:
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
                  label_smoothing=0.1, pad_id=0, seed=0):
-        _check_label_smoothing(label_smoothing)
+        check_label_smoothing(label_smoothing)
         if seed is not None:
             keras.utils.set_random_seed(seed)
         self.model = model
@@ -394,13 +329,13 @@ class Trainer:
             (seconds since the start of ``fit``).
         """
         check_positive(epochs=epochs)
-        _check_budget(max_steps, time_budget)
-        _check_reiterable(train_batches, epochs, "train_batches")
+        check_budget(max_steps, time_budget)
+        check_reiterable(train_batches, epochs, "train_batches")
         if valid_batches is not None:
-            _check_reiterable(valid_batches, epochs, "valid_batches")
+            check_reiterable(valid_batches, epochs, "valid_batches")
         history = {key: [] for key in HISTORY_KEYS}
         start, steps, stop = time.perf_counter(), 0, False
-        bar = _progress_bar(progress, train_batches, epochs, max_steps)
+        bar = progress_bar(progress, train_batches, epochs, max_steps)
         try:
             for epoch in range(epochs):
                 bar.set_description(f"epoch {epoch + 1}/{epochs}")
@@ -463,7 +398,7 @@ class Trainer:
         info = {
             "format": CHECKPOINT_FORMAT,
             "model_class": type(self.model).__name__,
-            "config": _plain(self.model.get_config()),
+            "config": plain(self.model.get_config()),
             "step": self.step,
         }
         temporary, previous = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"
@@ -498,9 +433,9 @@ class Trainer:
             checkpoint = json.load(file)
         if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path} is not a checkpoint written by Trainer.save")
-        expected = {"model_class": type(self.model).__name__, **_plain(self.model.get_config())}
+        expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
         found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
-        differences = _config_differences(expected, found)
+        differences = config_differences(expected, found)
         if differences:
             raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
                              "(expected: this model, found: the checkpoint): " + "; ".join(differences))

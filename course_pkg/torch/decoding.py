@@ -15,6 +15,7 @@ beam search can reorder it.
 
 import torch
 
+from .. import data as _data
 from .._checks import check_positive
 
 BOS_ID, EOS_ID, PAD_ID = 1, 2, 0  # course_pkg.data's special tokens
@@ -153,3 +154,33 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     best = offsets.view(-1) + normalised.view(batch, beam_size).argmax(dim=-1)  # (batch,)
     tokens = tokens.index_select(0, best)
     return (tokens, normalised.index_select(0, best)) if return_scores else tokens
+
+
+def translate(model, sources, src_vocab, tgt_vocab, max_len=None, beam_size=1,
+              length_penalty=0.6, batch_size=500):
+    """Translate texts: encode, decode (greedy, or beam search if ``beam_size > 1``), detokenize.
+
+    Args:
+        model: a model with ``start_decoding``/``decode_step``.
+        sources: source texts.
+        src_vocab, tgt_vocab: the :class:`~course_pkg.data.Vocab` of each side.
+        max_len: most target tokens (default: the model's ``max_len - 1``).
+        beam_size: 1 for greedy decoding.
+        length_penalty: of :func:`beam_search`.
+        batch_size: sources decoded together.
+
+    Returns:
+        the list of translations, one string per source.
+    """
+    check_positive(beam_size=beam_size, batch_size=batch_size)
+    sources = list(sources)
+    translations = []
+    for start in range(0, len(sources), batch_size):
+        chunk = sources[start:start + batch_size]
+        src = _data.pad_batch([src_vocab.encode(text, add_eos=True) for text in chunk])
+        if beam_size == 1:
+            tokens = greedy_decode(model, src, max_len)
+        else:
+            tokens = beam_search(model, src, beam_size, max_len, length_penalty)
+        translations += [tgt_vocab.decode(ids) for ids in tokens.cpu().numpy()]
+    return translations
