@@ -26,16 +26,17 @@ import time
 import keras
 import tensorflow as tf
 
+from .._checks import check_positive, check_token_dtype, check_token_rank
 from .._training import (
     check_budget,
     check_label_smoothing,
     check_loss_shapes,
     check_reiterable,
     config_differences,
+    frozen_gc,
     plain,
     progress_bar,
 )
-from .._checks import check_positive, check_token_dtype, check_token_rank
 from ._layers import is_integer
 
 ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
@@ -336,40 +337,41 @@ class Trainer:
         history = {key: [] for key in HISTORY_KEYS}
         start, steps, stop = time.perf_counter(), 0, False
         bar = progress_bar(progress, train_batches, epochs, max_steps)
-        try:
-            for epoch in range(epochs):
-                bar.set_description(f"epoch {epoch + 1}/{epochs}")
-                loss_sum = accuracy_sum = 0.0
-                epoch_steps = 0
-                for src, tgt_in, tgt_out in train_batches:
-                    logs = self.train_step(src, tgt_in, tgt_out)
-                    steps, epoch_steps = steps + 1, epoch_steps + 1
-                    loss_sum, accuracy_sum = loss_sum + logs["loss"], accuracy_sum + logs["accuracy"]
-                    shown = {"loss": f"{loss_sum / epoch_steps:.4f}",
-                             "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
-                    bar.set_postfix(shown, refresh=False)
-                    bar.update(1)
-                    stop = ((max_steps is not None and steps >= max_steps) or
-                            (time_budget is not None and time.perf_counter() - start >= time_budget))
+        with frozen_gc():
+            try:
+                for epoch in range(epochs):
+                    bar.set_description(f"epoch {epoch + 1}/{epochs}")
+                    loss_sum = accuracy_sum = 0.0
+                    epoch_steps = 0
+                    for src, tgt_in, tgt_out in train_batches:
+                        logs = self.train_step(src, tgt_in, tgt_out)
+                        steps, epoch_steps = steps + 1, epoch_steps + 1
+                        loss_sum, accuracy_sum = loss_sum + logs["loss"], accuracy_sum + logs["accuracy"]
+                        shown = {"loss": f"{loss_sum / epoch_steps:.4f}",
+                                 "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
+                        bar.set_postfix(shown, refresh=False)
+                        bar.update(1)
+                        stop = ((max_steps is not None and steps >= max_steps) or
+                                (time_budget is not None and time.perf_counter() - start >= time_budget))
+                        if stop:
+                            break
+                    if epoch_steps == 0:
+                        if steps == 0:
+                            raise ValueError("train_batches yielded no batch to train on")
+                        break  # a re-iterable that came back empty
+                    val = self.evaluate(valid_batches) if valid_batches is not None else {}
+                    if val:
+                        bar.set_postfix({**shown, "val_loss": f"{val['loss']:.4f}",
+                                         "val_accuracy": f"{val['accuracy']:.4f}"})
+                    row = {"step": self.step, "loss": loss_sum / epoch_steps,
+                           "accuracy": accuracy_sum / epoch_steps, "val_loss": val.get("loss"),
+                           "val_accuracy": val.get("accuracy"), "elapsed": time.perf_counter() - start}
+                    for key in HISTORY_KEYS:
+                        history[key].append(row[key])
                     if stop:
                         break
-                if epoch_steps == 0:
-                    if steps == 0:
-                        raise ValueError("train_batches yielded no batch to train on")
-                    break  # a re-iterable that came back empty
-                val = self.evaluate(valid_batches) if valid_batches is not None else {}
-                if val:
-                    bar.set_postfix({**shown, "val_loss": f"{val['loss']:.4f}",
-                                     "val_accuracy": f"{val['accuracy']:.4f}"})
-                row = {"step": self.step, "loss": loss_sum / epoch_steps,
-                       "accuracy": accuracy_sum / epoch_steps, "val_loss": val.get("loss"),
-                       "val_accuracy": val.get("accuracy"), "elapsed": time.perf_counter() - start}
-                for key in HISTORY_KEYS:
-                    history[key].append(row[key])
-                if stop:
-                    break
-        finally:
-            bar.close()
+            finally:
+                bar.close()
         if checkpoint_path is not None:
             self.save(checkpoint_path)
         return history
