@@ -117,3 +117,23 @@ def test_torch_decoding_restores_training_mode(torch_fw, interop):
     model.train()
     torch_fw.cp.greedy_decode(model, np.array([[5, 9, 3]]), max_len=3)
     assert model.training
+
+
+def test_translate_matches_greedy_decoding_of_the_encoded_sources(fw, interop):
+    from course_pkg import data
+
+    tokenizer = data.Tokenizer()
+    src_vocab = data.Vocab.build(["un deux trois", "quatre cinq"], tokenizer)
+    tgt_vocab = data.Vocab.build(["one two three", "four five"], tokenizer)
+    model = fw.make("Transformer", 1, 8, 2, 16, len(src_vocab), len(tgt_vocab), 8)
+    interop.set_weights(model, random_params(model, seed=4, scale=0.8))
+    sources = ["un deux", "trois quatre cinq", "cinq", "deux un trois"]
+    got = fw.cp.translate(model, sources, src_vocab, tgt_vocab, max_len=5, batch_size=3)
+    assert len(got) == len(sources) and all(isinstance(t, str) for t in got)
+    src = data.pad_batch([src_vocab.encode(s, add_eos=True) for s in sources])
+    expected = [tgt_vocab.decode(ids) for ids in fw.to_numpy(fw.cp.greedy_decode(model, src, max_len=5))]
+    assert got == expected  # chunking (3 + 1) and padding change nothing
+    beams = fw.cp.translate(model, sources, src_vocab, tgt_vocab, max_len=5, beam_size=2)
+    assert len(beams) == len(sources)
+    with pytest.raises(ValueError, match="beam_size"):
+        fw.cp.translate(model, sources, src_vocab, tgt_vocab, beam_size=0)
