@@ -4,7 +4,8 @@ Every chapter notebook opens with the same cell. On a fresh Colab runtime it
 installs ``course_pkg`` from the repository named once, in ``_config.yml``
 (``repository.url`` and ``repository.branch``); where ``course_pkg`` is
 importable already (a local checkout, CI) it installs nothing. It also quiets
-TensorFlow's C++ log lines, which would otherwise differ between runs.
+TensorFlow's C++ log lines (they carry timestamps and process ids, and would
+land in the stored outputs that nbval compares).
 
     python -m course_pkg.book check   # every notebook's first cell is the current one
     python -m course_pkg.book stamp   # rewrite it from _config.yml
@@ -34,7 +35,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no TensorFlow C++ log line
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the same CPU numbers every run
 if importlib.util.find_spec("course_pkg") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "course-pkg[data] @ git+{url}@{branch}"], check=True)'''
+                    "course-pkg[data] @ git+{url}@{branch}"], check=True)
+# TensorFlow's start-up lines about CUDA ignore TF_CPP_MIN_LOG_LEVEL: import it once
+# with the process's stderr closed, so that they do not land in the notebook.
+_stderr, _null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+os.dup2(_null, 2)
+try:
+    import tensorflow  # noqa: F401
+finally:
+    os.dup2(_stderr, 2)
+    os.close(_stderr), os.close(_null)'''
 
 
 def read_repository(config_path=ROOT / "_config.yml") -> tuple:
@@ -58,7 +68,7 @@ def setup_source(config_path=ROOT / "_config.yml") -> str:
 def setup_cell(config_path=ROOT / "_config.yml") -> dict:
     """The set-up cell as a notebook (nbformat 4) code cell, tagged, its input folded in the HTML."""
     source = setup_source(config_path)
-    return {"cell_type": "code", "execution_count": None,
+    return {"cell_type": "code", "execution_count": None, "id": SETUP_TAG,
             "metadata": {"tags": [SETUP_TAG, "hide-input"]},
             "outputs": [], "source": source.splitlines(keepends=True)}
 
@@ -99,9 +109,9 @@ def stamp(paths, config_path=ROOT / "_config.yml") -> list:
         cells = notebook.setdefault("cells", [])
         old = next((c for c in cells if SETUP_TAG in c.get("metadata", {}).get("tags", [])), None)
         if old is not None:
-            if old["source"] == fresh["source"] or "".join(old["source"]) == "".join(fresh["source"]):
+            if "".join(old["source"]) == "".join(fresh["source"]) and old.get("id") == SETUP_TAG:
                 continue
-            old["source"] = fresh["source"]
+            old["source"], old["id"] = fresh["source"], SETUP_TAG
         else:
             index = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), len(cells))
             cells.insert(index, dict(fresh))

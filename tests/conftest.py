@@ -7,6 +7,10 @@ The NumPy oracle ``course_pkg.reference`` is the third party in parity tests.
 
 import os
 
+# The site tests (tests/site) drive a browser over the built book: only
+# .ci/build-book runs them, after the build, with COURSE_SITE_TESTS=1.
+collect_ignore = [] if os.environ.get("COURSE_SITE_TESTS") else ["site"]
+
 # Must happen before anything imports TensorFlow.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
