@@ -36,12 +36,14 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the same CPU numbers ever
 if importlib.util.find_spec("course_pkg") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                     "course-pkg[data] @ git+{url}@{branch}"], check=True)
-# TensorFlow's start-up lines about CUDA ignore TF_CPP_MIN_LOG_LEVEL: import it once
-# with the process's stderr closed, so that they do not land in the notebook.
+# TensorFlow's start-up lines about CUDA ignore TF_CPP_MIN_LOG_LEVEL: import it and
+# list its devices once with the process's stderr closed, so that they stay out of the notebook.
 _stderr, _null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
 os.dup2(_null, 2)
 try:
-    import tensorflow  # noqa: F401
+    import tensorflow
+
+    tensorflow.config.list_physical_devices()
 finally:
     os.dup2(_stderr, 2)
     os.close(_stderr), os.close(_null)'''

@@ -43,7 +43,8 @@ import numpy as np
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIAL_TOKENS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
     "SPACE_TOKEN", "GLUE_TOKEN", "SAMPLE_TSV",
-    "supported_languages", "number_words", "make_number_corpus", "split_pairs", "Corpus",
+    "supported_languages", "number_words", "make_number_corpus", "make_number_list_corpus",
+    "split_pairs", "Corpus",
     "load_tsv_pairs", "Tokenizer", "Vocab",
     "pad_batch", "encode_pairs", "make_batches", "Batches",
 ]
@@ -200,10 +201,10 @@ class Corpus:
     """Sentence pairs split three ways.
 
     Attributes:
-        train, valid, test: lists of ``(source_text, target_text)`` pairs.
-        numbers: for a number corpus, ``{"train": [...], "valid": [...],
-            "test": [...]}``, the numbers of each split, pair by pair; else empty.
-        src_lang, tgt_lang: language codes, when known.
+        - train, valid, test: lists of ``(source_text, target_text)`` pairs.
+        - numbers: for a number corpus, ``{"train": [...], "valid": [...],
+          "test": [...]}``, the numbers of each split, pair by pair; else empty.
+        - src_lang, tgt_lang: language codes, when known.
     """
 
     train: list
@@ -288,6 +289,129 @@ def make_number_corpus(src_lang="fr", tgt_lang="en", max_number=99_999, size=30_
     return Corpus(
         train=pairs[parts[0]], valid=pairs[parts[1]], test=pairs[parts[2]],
         numbers={name: numbers[p] for name, p in zip(("train", "valid", "test"), parts)},
+        src_lang=src_lang, tgt_lang=tgt_lang,
+    )
+
+
+def _distinct_lists(rng, population, length, count) -> list:
+    """``count`` distinct tuples of ``length`` numbers from ``0..population - 1``, in drawn order."""
+    if population ** length <= 4 * count:  # few lists exist: sample their codes without replacement
+        codes = rng.choice(population ** length, size=count, replace=False)
+        return [tuple(int(code) // population ** i % population for i in reversed(range(length)))
+                for code in codes]
+    seen, lists = set(), []  # many exist: draw and redraw the rare repeats
+    while len(lists) < count:
+        for row in rng.integers(0, population, size=(count - len(lists), length)).tolist():
+            row = tuple(row)
+            if row not in seen:
+                seen.add(row)
+                lists.append(row)
+    return lists
+
+
+def _list_counts(population, min_items, max_items, size) -> dict:
+    """How many lists of each length: as even as the number of distinct lists allows.
+
+    Lengths that have fewer distinct lists than their share (one-number lists
+    of ``0..9``, say) take them all; the rest is shared among the others, the
+    remainder going to the longest.
+    """
+    caps = {k: population ** k for k in range(min_items, max_items + 1)}
+    counts, left = {}, size
+    for i, k in enumerate(sorted(caps, key=lambda k: (caps[k], k))):
+        counts[k] = min(caps[k], left // (len(caps) - i))
+        left -= counts[k]
+    return dict(sorted(counts.items()))
+
+
+def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_items=1,
+                            max_items=12, size=20_000, seed=0, splits=(0.8, 0.1, 0.1),
+                            separator=",") -> Corpus:
+    """Lists of numbers in words, ``'trois, dix-sept, quarante'`` -> ``'three, seventeen, forty'``.
+
+    The long-input version of :func:`make_number_corpus`, made to show what a
+    fixed-size context vector cannot hold: each example is a list of
+    ``min_items`` to ``max_items`` numbers drawn from ``0..max_number``,
+    written in words in each language and joined with ``separator``. The
+    lengths are spread evenly: about as many lists of each number of items
+    (lengths with fewer distinct lists than their share, such as the 100
+    one-number lists of ``0..99``, take them all and leave the rest to the
+    others). ``size`` distinct lists are drawn (seeded) and split **by list**
+    into train / valid / test: no list of the test split occurs in training,
+    though its numbers do. The same seed gives the same corpus.
+
+    The texts are written the way :class:`Tokenizer` writes them back (no space
+    before a comma), so ``tokenizer.detokenize(tokenizer.tokenize(text)) == text``.
+    With the defaults (French to English, 1 to 12 numbers below 100), a
+    French number takes 1 to 3 tokens (``quatre-vingt-dix-sept``, ``soixante
+    et onze``) and an English one 1 token, plus one per separator: sources
+    take about two tokens per number (at most 47) and targets exactly two
+    less one (at most 23).
+    Above 999 the English words hold commas of their own (``six thousand,
+    eight hundred``), which a comma separator makes ambiguous: keep
+    ``max_number`` below 1000 or choose another ``separator``.
+
+    Args:
+        src_lang, tgt_lang: language codes of ``num2words`` (see
+            :func:`supported_languages`), e.g. ``"fr"``, ``"de"``, ``"en"``.
+        max_number: the largest number that may be drawn.
+        min_items, max_items: the fewest and the most numbers in a list.
+        size: how many distinct lists to draw in all.
+        seed: seed of the sample and of the split.
+        splits: fractions (train, valid, test), summing to 1.
+        separator: the token between two numbers, a punctuation mark that
+            :class:`Tokenizer` keeps as one token (``","``, ``";"``, ...).
+
+    Returns:
+        a :class:`Corpus`; ``corpus.numbers`` holds the lists of each split,
+        as tuples of ints, pair by pair.
+    """
+    _check_language(src_lang, "src_lang")
+    _check_language(tgt_lang, "tgt_lang")
+    max_number = _check_count("max_number", max_number, 0)
+    min_items = _check_count("min_items", min_items, 1)
+    max_items = _check_count("max_items", max_items, 1)
+    if min_items > max_items:
+        raise ValueError(f"min_items={min_items} is more than max_items={max_items}")
+    size = _check_count("size", size, 1)
+    if (not isinstance(separator, str) or not separator or separator.isspace()
+            or any(c.isalnum() or c == "_" for c in separator)
+            or any(Tokenizer(lang).tokenize(separator) != [separator] for lang in (src_lang, tgt_lang))):
+        raise ValueError(f"separator must be one punctuation mark that the Tokenizer keeps as one "
+                         f"token, such as ',' or ';', got {separator!r}")
+    population = max_number + 1
+    available = sum(population ** k for k in range(min_items, max_items + 1))
+    if size > available:
+        raise ValueError(
+            f"size={size} distinct lists cannot be drawn: lists of {min_items} to {max_items} "
+            f"numbers from 0..{max_number} number only {available}; lower size or raise "
+            f"max_number or max_items"
+        )
+    n_train, n_valid, _ = _split_sizes(size, splits)
+    rng = np.random.default_rng(seed)
+    lists = []
+    for length, count in _list_counts(population, min_items, max_items, size).items():
+        lists += _distinct_lists(rng, population, length, count)
+    lists = [lists[i] for i in rng.permutation(size)]
+
+    def texts(lang):
+        used = sorted({n for numbers in lists for n in numbers})
+        tokenizer = Tokenizer(lang)
+        tokens = dict(zip(used, (tokenizer.tokenize(w) for w in _words_for(used, lang))))
+        out = []
+        for numbers in lists:
+            pieces = tokens[numbers[0]][:]
+            for n in numbers[1:]:
+                pieces += [separator] + tokens[n]
+            out.append(tokenizer.detokenize(pieces))
+        return out
+
+    pairs = list(zip(texts(src_lang), texts(tgt_lang)))
+    cut = (0, n_train, n_train + n_valid, size)
+    parts = [slice(cut[i], cut[i + 1]) for i in range(3)]
+    return Corpus(
+        train=pairs[parts[0]], valid=pairs[parts[1]], test=pairs[parts[2]],
+        numbers={name: lists[p] for name, p in zip(("train", "valid", "test"), parts)},
         src_lang=src_lang, tgt_lang=tgt_lang,
     )
 
@@ -499,7 +623,7 @@ class Tokenizer:
 
 # ========================================================================= vocab
 class Vocab:
-    """Token <-> id mapping with the special tokens ``<pad>``=0, ``<bos>``=1, ``<eos>``=2, ``<unk>``=3.
+    """Token <-> id mapping with the special tokens ``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2, ``<unk>`` = 3.
 
     Build one from training texts with :meth:`build`; it keeps its
     :class:`Tokenizer`, so :meth:`encode` and :meth:`decode` go from text to
@@ -577,7 +701,7 @@ class Vocab:
         return self.itos[index]
 
     def encode(self, text, add_bos=False, add_eos=False) -> list:
-        """Tokenize ``text`` and map tokens to ids (unknown ones to ``<unk>``=3)."""
+        """Tokenize ``text`` and map tokens to ids (unknown ones to ``<unk>`` = 3)."""
         ids = [self.stoi.get(t, UNK_ID) for t in self.tokenizer.tokenize(text)]
         return ([BOS_ID] if add_bos else []) + ids + ([EOS_ID] if add_eos else [])
 
