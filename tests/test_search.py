@@ -137,3 +137,28 @@ def test_translate_matches_greedy_decoding_of_the_encoded_sources(fw, interop):
     assert len(beams) == len(sources)
     with pytest.raises(ValueError, match="beam_size"):
         fw.cp.translate(model, sources, src_vocab, tgt_vocab, beam_size=0)
+
+
+@pytest.mark.parametrize("decode", ["greedy_decode", "beam_search"])
+def test_decoding_refuses_out_of_range_source_ids(fw, interop, decode):
+    model = _transformer(fw, interop)
+    vocab = class_args("Transformer")[4]
+    src = np.array([[5, 9, vocab, 0]])  # one id past the source vocabulary
+    with pytest.raises(ValueError, match=rf"token ids must lie in \[0, {vocab}\)"):
+        getattr(fw.cp, decode)(model, src, max_len=4)
+
+
+def test_tensorflow_decoding_graphs_do_not_retrace_per_step(tf_fw, interop):
+    """The cache grows every step; with dynamic shapes the compiled step is traced a few times, not per step."""
+    from course_pkg.tensorflow.decoding import _graphs
+
+    model = _transformer(tf_fw, interop)
+    rng = np.random.default_rng(0)
+    for batch, src_len in ((2, 6), (3, 4), (5, 7), (1, 5)):
+        src = rng.integers(3, 13, (batch, src_len))
+        tf_fw.cp.greedy_decode(model, src, max_len=8)
+        tf_fw.cp.greedy_decode(model, src, max_len=8, use_cache=False)
+    graphs = _graphs(model)
+    assert graphs.decode_step.experimental_get_tracing_count() <= 3
+    assert graphs.full.experimental_get_tracing_count() <= 3
+    assert graphs.start_decoding_graph.experimental_get_tracing_count() <= 3

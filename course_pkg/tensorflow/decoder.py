@@ -160,7 +160,7 @@ class Decoder(layers.Layer):
             tokens (batch, new) int, look_ahead_mask (batch, 1, new, past + new)
             -> (batch, new, d_model), the grown cache.
         """
-        past = cache[0]["self_k"].shape[2]
+        past = tf.shape(cache[0]["self_k"])[2]  # dynamic: may be compiled
         x = self.dropout(self.embedding(tokens, start=past), training=training)  # (batch, new, d_model)
         new_cache = []
         for layer, layer_cache in zip(self.layers, cache):

@@ -11,14 +11,59 @@ so each step costs O(1) in the prefix length; ``use_cache=False`` instead calls
 ``model(src_tokens, prefix)`` on the whole prefix at every step, the slow way
 the cache is measured against. Every tensor in ``state`` is batch-first, so
 beam search can reorder it.
+
+In TensorFlow both ways run as ``tf.function`` graphs (made once per model, with
+dynamic shapes, so the growing cache does not retrace): eager TensorFlow spends
+longer dispatching each of these small ops than computing it.
 """
 
 import tensorflow as tf
 
 from .. import data as _data
-from .._checks import check_positive
+from .._checks import check_length, check_positive, check_token_range
 
 BOS_ID, EOS_ID, PAD_ID = 1, 2, 0  # course_pkg.data's special tokens
+
+
+class _Graphs:
+    """``model``'s decoding methods compiled with ``tf.function``; other attributes pass through.
+
+    The source is checked eagerly first (ids in range, length), because inside a
+    graph only the static checks run.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.start_decoding_graph = tf.function(model.start_decoding, reduce_retracing=True)
+        self.decode_step = tf.function(model.decode_step, reduce_retracing=True)
+        self.full = tf.function(lambda src, tgt: model(src, tgt, training=False), reduce_retracing=True)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def check_source(self, src):
+        vocab_size = getattr(self.model, "input_vocab_size", getattr(self.model, "src_vocab_size", None))
+        if vocab_size is not None and tf.size(src) > 0:
+            check_token_range(int(tf.reduce_min(src)), int(tf.reduce_max(src)), vocab_size)
+        if getattr(self.model, "max_len", None) is not None and src.shape.rank == 2:
+            check_length(int(src.shape[1]), self.model.max_len)
+
+    def start_decoding(self, src):
+        self.check_source(src)
+        return self.start_decoding_graph(src)
+
+    def __call__(self, src, tgt, training=False):
+        self.check_source(src)
+        return self.full(src, tgt)
+
+
+def _graphs(model):
+    """The :class:`_Graphs` of ``model``, made on first use and kept on the model."""
+    graphs = getattr(model, "_course_decoding_graphs", None)
+    if graphs is None:
+        graphs = _Graphs(model)
+        object.__setattr__(model, "_course_decoding_graphs", graphs)  # not tracked by Keras
+    return graphs
 
 
 def _default_max_len(model, max_len):
@@ -59,6 +104,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         logits (batch, steps, vocab), steps <= max_len.
     """
     max_len = _default_max_len(model, max_len)
+    model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
     batch = tf.shape(src)[0]
     tokens = tf.fill((batch, 1), tf.constant(bos_id, tf.int64))  # (batch, 1)
@@ -104,6 +150,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     """
     check_positive(beam_size=beam_size)
     max_len = _default_max_len(model, max_len)
+    model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
     batch = int(src.shape[0])
     rows = batch * beam_size

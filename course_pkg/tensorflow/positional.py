@@ -43,7 +43,9 @@ def check_tokens(tokens, vocab_size, max_len, start=0):
     check_token_dtype(is_integer(tokens), tokens.dtype.name)
     check_token_rank(tokens.shape)
     length = tokens.shape[1]
-    check_length(None if length is None else start + length, max_len)
+    if not isinstance(start, int):  # a tensor: known when eager, not inside a tf.function
+        start = int(start) if tf.executing_eagerly() else None
+    check_length(None if length is None or start is None else start + length, max_len)
     if tf.executing_eagerly() and tf.size(tokens) > 0:
         check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
 

@@ -112,7 +112,7 @@ class Transformer(keras.Model):
             tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
         tgt_tokens = self._as_tokens(tgt_tokens)
-        past, new = state["tgt_pad"].shape[-1], tgt_tokens.shape[1]
+        past, new = tf.shape(state["tgt_pad"])[-1], tf.shape(tgt_tokens)[1]  # dynamic: may be compiled
         tgt_pad = tf.concat([state["tgt_pad"], create_padding_mask(tgt_tokens, self.pad_id)], axis=-1)
         look_ahead = create_look_ahead_mask(past + new)[past:]  # (new, past + new)
         mask = tf.maximum(look_ahead, tgt_pad)  # (batch, 1, new, past + new)
