@@ -13,6 +13,9 @@ CASES = [
     ("course_pkg", ["torch", "tensorflow", "keras"]),
     ("course_pkg.reference", ["torch", "tensorflow", "keras"]),
     ("course_pkg.interop", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.exercises.grading", ["torch", "tensorflow", "keras"]),
     ("course_pkg.tensorflow", ["torch"]),
     ("course_pkg.torch", ["tensorflow", "keras"]),
 ]

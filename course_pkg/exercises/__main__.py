@@ -1,0 +1,113 @@
+"""``python -m course_pkg.exercises`` (also ``course-exercises``): build, grade, student site.
+
+    build --out DIR [--seed N] [--chapters 3 4] [--source book] [--force]
+        DIR/student/NN_name.ipynb   solutions replaced by stubs, outputs cleared, nbgrader metadata
+        DIR/answers/NN_name.ipynb   the answer keys (same parameters)
+        DIR/exercises.json          exercises, points and parameters of this edition
+    check NOTEBOOK [NOTEBOOK ...] [--timeout S] [--json FILE]
+        run each notebook's exercises and print a table per notebook and a total;
+        exit 1 when any exercise fails, 2 when a notebook cannot be graded
+    site --out DIR [--seed N] [--root .] [--force]
+        the book without solution text (pages, _sources, downloads), built with Jupyter Book
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .catalog import BOOK_SEED
+from .notebooks import ExerciseError
+
+
+def _seed(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"the seed must be >= 0, got {value}")
+    return value
+
+
+def _default_source():
+    """``./book`` if there is one, else the book beside an editable install of course_pkg."""
+    here = Path("book")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "book"
+
+
+def parser():
+    main = argparse.ArgumentParser(prog="python -m course_pkg.exercises",
+                                   description="Exercises that instructors regenerate and grade.")
+    commands = main.add_subparsers(dest="command", required=True)
+
+    build = commands.add_parser("build", help="student notebooks and answer keys for one seed")
+    build.add_argument("--out", required=True, type=Path, help="folder to write into")
+    build.add_argument("--seed", type=_seed, default=BOOK_SEED,
+                       help=f"draws the exercises' parameters (default {BOOK_SEED}: the book's)")
+    build.add_argument("--chapters", nargs="+", help="numbers or names (3, 03, 03_masks); default all")
+    build.add_argument("--source", type=Path, default=None, help="the chapter notebooks' folder (./book)")
+    build.add_argument("--force", action="store_true", help="replace files already in --out")
+
+    check = commands.add_parser("check", help="grade student notebooks")
+    check.add_argument("notebooks", nargs="+", type=Path)
+    check.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    check.add_argument("--json", type=Path, help="also write the grades to this JSON file")
+
+    site = commands.add_parser("site", help="the student edition of the book (HTML)")
+    site.add_argument("--out", required=True, type=Path)
+    site.add_argument("--seed", type=_seed, default=BOOK_SEED)
+    site.add_argument("--root", type=Path, default=Path("."), help="folder with _config.yml (.)")
+    site.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    return main
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "build":
+            from .notebooks import build
+
+            written = build(args.source or _default_source(), args.out, args.seed, args.chapters, args.force)
+            print(f"wrote {len(written)} files to {args.out} (seed {args.seed}):")
+            for name in written:
+                print(f"  {name}")
+            return 0
+        if args.command == "site":
+            from .notebooks import build_site
+
+            out = build_site(args.root, args.out, args.seed, args.force)
+            print(f"student edition (seed {args.seed}): {out / 'index.html'}")
+            return 0
+        return _check(args)
+    except ExerciseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _check(args) -> int:
+    from .grading import grade
+
+    reports, unreadable = [], 0
+    for path in args.notebooks:
+        try:
+            report = grade(path, timeout=args.timeout)
+        except ExerciseError as error:
+            print(f"error: {error}", file=sys.stderr)
+            unreadable += 1
+            continue
+        reports.append(report)
+        print(report.table())
+        print()
+    if len(reports) > 1:
+        print(f"All notebooks: {sum(r.score for r in reports)}/{sum(r.total for r in reports)} points")
+    if args.json:
+        args.json.write_text(json.dumps([r.as_dict() for r in reports], indent=1) + "\n", encoding="utf-8")
+    if unreadable:
+        return 2
+    return 0 if all(r.passed for r in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""Student notebooks, answer keys and the student edition of the book, made from the chapters.
+
+Everything is computed in memory and checked first; files are written only when every notebook
+is well-formed, so a malformed marker writes nothing. The chapter notebooks are only read.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .catalog import BOOK_SEED, for_chapter
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+ROLES = ("params", "solution", "check")
+CHAPTER = re.compile(r"^\d\d_\w+\.ipynb$")
+METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, edition
+
+
+class ExerciseError(ValueError):
+    """A chapter notebook that cannot be turned into student notebooks (named with its cell)."""
+
+
+# --------------------------------------------------------------------------- reading
+
+def source_text(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _set_source(cell, text):
+    cell["source"] = text.splitlines(keepends=True)
+
+
+def read_notebook(path) -> dict:
+    path = Path(path)
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ExerciseError(f"{path}: cannot read the notebook: {error}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ExerciseError(f"{path}: not a Jupyter notebook (no list of cells)")
+    return notebook
+
+
+def write_json(notebook) -> str:
+    """The bytes Jupyter writes (nbformat's layout), so that output is byte-identical per seed."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def exercise_of(cell):
+    """``(id, role)`` from a cell's ``exercise`` metadata, or ``(None, None)``."""
+    meta = cell.get("metadata", {}).get("exercise")
+    if not isinstance(meta, dict):
+        return None, None
+    return str(meta.get("id")), meta.get("role")
+
+
+def where(path, index, cell) -> str:
+    cell_id = f" (id {cell['id']})" if cell.get("id") else ""
+    return f"{path}: cell {index}{cell_id}"
+
+
+def solution_regions(text, place):
+    """``[(begin_line, end_line)]`` (0-based) of the marked regions; ``ExerciseError`` if malformed."""
+    regions, begin = [], None
+    for number, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if stripped.startswith(BEGIN):
+            if begin is not None:
+                raise ExerciseError(f"{place}: '{BEGIN}' on line {number + 1} inside the region "
+                                    f"opened on line {begin + 1}; close it with '{END}' first")
+            begin = number
+        elif stripped.startswith(END):
+            if begin is None:
+                raise ExerciseError(f"{place}: '{END}' on line {number + 1} without a '{BEGIN}' before it")
+            regions.append((begin, number))
+            begin = None
+    if begin is not None:
+        raise ExerciseError(f"{place}: '{BEGIN}' on line {begin + 1} has no '{END}'")
+    return regions
+
+
+def stub_solutions(text, place) -> str:
+    """Replace each marked region by nbgrader's stub, indented like its ``BEGIN`` line."""
+    lines = text.splitlines()
+    regions = solution_regions(text, place)
+    for begin, end in reversed(regions):
+        indent = lines[begin][:len(lines[begin]) - len(lines[begin].lstrip())]
+        lines[begin:end + 1] = [indent + line for line in STUB]
+    return "\n".join(lines)
+
+
+def solution_lines(notebook) -> list:
+    """The text inside every marked region (for tests that look for leaks)."""
+    found = []
+    for cell in notebook["cells"]:
+        text = source_text(cell)
+        lines = text.splitlines()
+        for begin, end in solution_regions(text, "notebook"):
+            found += [line.strip() for line in lines[begin + 1:end] if line.strip()]
+    return found
+
+
+def exercises_in(notebook, path) -> dict:
+    """``{id: {role: cell index}}`` of a chapter notebook, checked against the catalog."""
+    found = {}
+    for index, cell in enumerate(notebook["cells"]):
+        ex_id, role = exercise_of(cell)
+        if ex_id is None:
+            continue
+        if role not in ROLES:
+            raise ExerciseError(f"{where(path, index, cell)}: exercise role {role!r} is not one of {ROLES}")
+        if role in found.setdefault(ex_id, {}):
+            raise ExerciseError(f"{where(path, index, cell)}: a second {role} cell for exercise {ex_id}")
+        found[ex_id][role] = index
+    chapter = Path(path).stem
+    expected = [exercise.id for exercise in for_chapter(chapter)]
+    if sorted(found) != sorted(expected):
+        raise ExerciseError(f"{path}: has exercises {sorted(found)}, the catalog lists {expected} "
+                            f"for {chapter}")
+    for ex_id, roles in found.items():
+        missing = [role for role in ROLES if role not in roles]
+        if missing:
+            raise ExerciseError(f"{path}: exercise {ex_id} has no {' or '.join(missing)} cell")
+    return found
+
+
+def section_start(notebook) -> int:
+    """Index of the cell tagged ``exercises`` (the section's first cell), or -1."""
+    for index, cell in enumerate(notebook["cells"]):
+        if "exercises" in cell.get("metadata", {}).get("tags", []):
+            return index
+    return -1
+
+
+# --------------------------------------------------------------------------- editions
+
+def _nbgrader(grade_id, solution=False, grade=False, locked=False, points=None):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+            "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def make_edition(notebook, path, seed, edition) -> dict:
+    """One edition of a chapter notebook.
+
+    ``edition``: ``"student"`` (solutions stubbed, every output cleared), ``"answers"`` (the
+    answer key: solutions kept, outputs cleared) or ``"site"`` (solutions stubbed, outputs of
+    the exercise cells cleared, the others kept for the student edition of the book).
+    Parameters are drawn from ``seed``; check cells get their canonical source.
+    """
+    if edition not in ("student", "answers", "site"):
+        raise ValueError(f"edition must be 'student', 'answers' or 'site', got {edition!r}")
+    chapter = Path(path).stem
+    exercises = {exercise.id: exercise for exercise in for_chapter(chapter)}
+    cells = exercises_in(notebook, path)
+    out = copy.deepcopy(notebook)
+    in_exercise = {index for roles in cells.values() for index in roles.values()}
+    for index, cell in enumerate(out["cells"]):
+        place = where(path, index, cell)
+        text = source_text(cell)
+        regions = solution_regions(text, place)
+        if regions and cell.get("cell_type") != "code":
+            raise ExerciseError(f"{place}: solution markers are supported in code cells only")
+        ex_id, role = exercise_of(cell)
+        if regions and role != "solution":
+            raise ExerciseError(f"{place}: solution markers outside an exercise's solution cell")
+        if role == "solution" and not regions:
+            raise ExerciseError(f"{place}: the solution cell of exercise {ex_id} has no "
+                                f"'{BEGIN}' ... '{END}' region")
+        meta = cell.setdefault("metadata", {})
+        meta.pop("execution", None)  # run timestamps: not part of an edition
+        if cell.get("cell_type") == "code":
+            if edition != "site" or index in in_exercise:
+                cell["outputs"], cell["execution_count"] = [], None
+        if ex_id is None:
+            continue
+        exercise = exercises[ex_id]
+        grade_id = "ex_" + ex_id.replace(".", "_")
+        if role == "params":
+            _set_source(cell, exercise.params_cell(seed))
+            meta["nbgrader"] = _nbgrader(grade_id + "_params", locked=True)
+        elif role == "check":
+            _set_source(cell, exercise.check_source())
+            meta["nbgrader"] = _nbgrader(grade_id, grade=True, locked=True, points=exercise.points)
+        else:
+            if edition != "answers":
+                _set_source(cell, stub_solutions(text, place))
+                tags = [tag for tag in meta.get("tags", []) if tag != "hide-input"]
+                if tags:
+                    meta["tags"] = tags
+                else:
+                    meta.pop("tags", None)
+                meta.pop("mystnb", None)
+            meta["nbgrader"] = _nbgrader(grade_id + "_solution", solution=True)
+    out.setdefault("metadata", {})[METADATA_KEY] = {"chapter": chapter, "seed": seed, "edition": edition}
+    return out
+
+
+# --------------------------------------------------------------------------- build
+
+def find_chapters(source, chapters=None) -> list:
+    """The chapter notebooks under ``source`` (``NN_name.ipynb``), optionally only some.
+
+    ``chapters``: numbers or names (``3``, ``"03"``, ``"03_masks"``).
+    """
+    source = Path(source)
+    notebooks = sorted(p for p in source.glob("*.ipynb") if CHAPTER.match(p.name))
+    if not notebooks:
+        raise ExerciseError(f"no chapter notebooks (NN_name.ipynb) in {source}; pass --source "
+                            "with the book's folder")
+    if not chapters:
+        return notebooks
+    chosen = []
+    for wanted in chapters:
+        wanted = str(wanted)
+        match = [p for p in notebooks if p.stem == wanted
+                 or (wanted.isdigit() and int(p.stem[:2]) == int(wanted))]
+        if not match:
+            raise ExerciseError(f"no chapter {wanted!r} in {source}; the chapters are "
+                                f"{', '.join(p.stem for p in notebooks)}")
+        chosen += [p for p in match if p not in chosen]
+    return chosen
+
+
+def manifest(notebooks, seed) -> dict:
+    return {"seed": seed, "chapters": {
+        path.stem: [{"id": exercise.id, "title": exercise.title, "points": exercise.points,
+                     "answer": exercise.answer, "parameters": exercise.params_source(seed)}
+                    for exercise in for_chapter(path.stem)]
+        for path in notebooks}}
+
+
+def plan_build(source, seed=BOOK_SEED, chapters=None) -> dict:
+    """``{relative path: text}`` of everything ``build`` writes; raises before anything is written."""
+    notebooks = find_chapters(source, chapters)
+    files = {}
+    for path in notebooks:
+        notebook = read_notebook(path)
+        for edition, folder in (("student", "student"), ("answers", "answers")):
+            files[f"{folder}/{path.name}"] = write_json(make_edition(notebook, path, seed, edition))
+    files["exercises.json"] = json.dumps(manifest(notebooks, seed), indent=1, ensure_ascii=False) + "\n"
+    return files
+
+
+def write_files(out, files, force=False):
+    """Write ``files`` under ``out``; refuse to replace existing files unless ``force``."""
+    out = Path(out)
+    existing = [name for name in files if (out / name).exists()]
+    if existing and not force:
+        raise ExerciseError(f"{out} already holds {', '.join(existing[:3])}"
+                            f"{' ...' if len(existing) > 3 else ''}; choose a new --out or pass --force")
+    for name, text in files.items():
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(target)
+
+
+def build(source, out, seed=BOOK_SEED, chapters=None, force=False) -> list:
+    """Write ``out/student/*.ipynb``, ``out/answers/*.ipynb`` and ``out/exercises.json``."""
+    files = plan_build(source, seed, chapters)
+    write_files(out, files, force)
+    return sorted(files)
+
+
+# --------------------------------------------------------------------------- the student site
+
+def _student_config(text) -> str:
+    import yaml
+
+    config = yaml.safe_load(text)
+    config["title"] = f"{config.get('title', 'The course')} (student edition)"
+    config.pop("launch_buttons", None)  # Colab would open the instructors' notebooks
+    html = config.setdefault("html", {})
+    html["use_repository_button"] = False
+    html["use_edit_page_button"] = False
+    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+
+
+def stage_site(root, stage, seed=BOOK_SEED):
+    """Copy the book under ``stage`` with every chapter turned into its ``site`` edition."""
+    root, stage = Path(root), Path(stage)
+    for name in ("_config.yml", "_toc.yml", "course_pkg"):
+        if not (root / name).exists():
+            raise ExerciseError(f"{root} has no {name}: pass --root with the repository's top folder")
+    notebooks = find_chapters(root / "book")
+    editions = {path.name: write_json(make_edition(read_notebook(path), path, seed, "site"))
+                for path in notebooks}  # all checked before anything is copied
+    shutil.copytree(root / "book", stage / "book",
+                    ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "*.ipynb"))
+    for path in (root / "book").glob("*.ipynb"):
+        text = editions.get(path.name)
+        if text is None:
+            text = path.read_text(encoding="utf-8")
+        (stage / "book" / path.name).write_text(text, encoding="utf-8")
+    # the chapters show the package's real source (literalinclude ../course_pkg/...)
+    shutil.copytree(root / "course_pkg", stage / "course_pkg",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (stage / "_toc.yml").write_text((root / "_toc.yml").read_text(encoding="utf-8"), encoding="utf-8")
+    (stage / "_config.yml").write_text(_student_config((root / "_config.yml").read_text(encoding="utf-8")),
+                                       encoding="utf-8")
+
+
+def build_site(root, out, seed=BOOK_SEED, force=False, quiet=False):
+    """Build the student edition of the book (no solution text anywhere) into ``out``."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ExerciseError(f"{out} is not empty; choose a new --out or pass --force")
+    with tempfile.TemporaryDirectory(prefix="course-student-site-") as stage:
+        stage_site(root, stage, seed)
+        command = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",
+                   "build", stage, "-W", "-n", "--keep-going", "--all"]
+        result = subprocess.run(command, capture_output=quiet, text=True)
+        if result.returncode != 0:
+            detail = (result.stdout or "")[-3000:] + (result.stderr or "")[-3000:] if quiet else ""
+            raise ExerciseError(f"jupyter-book failed on the student edition (exit {result.returncode})"
+                                f"{': ' + detail if detail else ''}")
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(Path(stage) / "_build" / "html", out)
+    return out
