@@ -1,4 +1,4 @@
-"""Framework-free parts of the two trainers (checks, config comparison, progress bar).
+"""Framework-free parts of the two trainers (checks, config comparison, progress bar, the fit loop).
 
 :mod:`course_pkg.torch.training` and :mod:`course_pkg.tensorflow.training`
 share these, so that they check and report alike.
@@ -7,9 +7,13 @@ share these, so that they check and report alike.
 import contextlib
 import gc
 import json
+import time
 
 from ._checks import check_positive
 
+ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
+CHECKPOINT_FORMAT = "course_pkg.training/1"  # both frameworks' Trainer.save
+HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")  # Trainer.fit
 _IGNORED_CONFIG_KEYS = ("name",)  # Keras numbers its models' names; not a configuration
 
 
@@ -104,3 +108,63 @@ def frozen_gc():
         yield
     finally:
         gc.unfreeze()
+
+
+def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budget, progress,
+             checkpoint_path):
+    """The body of both frameworks' ``Trainer.fit`` (see there): ``trainer`` brings ``train_step``,
+    ``evaluate``, ``save`` and ``step``; this loop brings the budgets, the progress bar and the history."""
+    check_positive(epochs=epochs)
+    check_budget(max_steps, time_budget)
+    check_reiterable(train_batches, epochs, "train_batches")
+    if valid_batches is not None:
+        check_reiterable(valid_batches, epochs, "valid_batches")
+    history = {key: [] for key in HISTORY_KEYS}
+    start, steps, stop = time.perf_counter(), 0, False
+    bar = progress_bar(progress, train_batches, epochs, max_steps)
+    with frozen_gc():
+        try:
+            for epoch in range(epochs):
+                bar.set_description(f"epoch {epoch + 1}/{epochs}")
+                loss_sum = accuracy_sum = 0.0
+                epoch_steps = 0
+                for src, tgt_in, tgt_out in train_batches:
+                    logs = trainer.train_step(src, tgt_in, tgt_out)
+                    steps, epoch_steps = steps + 1, epoch_steps + 1
+                    loss_sum, accuracy_sum = loss_sum + logs["loss"], accuracy_sum + logs["accuracy"]
+                    shown = {"loss": f"{loss_sum / epoch_steps:.4f}",
+                             "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
+                    bar.set_postfix(shown, refresh=False)
+                    bar.update(1)
+                    stop = ((max_steps is not None and steps >= max_steps) or
+                            (time_budget is not None and time.perf_counter() - start >= time_budget))
+                    if stop:
+                        break
+                if epoch_steps == 0:
+                    if steps == 0:
+                        raise ValueError("train_batches yielded no batch to train on")
+                    break  # a re-iterable that came back empty
+                val = trainer.evaluate(valid_batches) if valid_batches is not None else {}
+                if val:
+                    bar.set_postfix({**shown, "val_loss": f"{val['loss']:.4f}",
+                                     "val_accuracy": f"{val['accuracy']:.4f}"})
+                row = {"step": trainer.step, "loss": loss_sum / epoch_steps,
+                       "accuracy": accuracy_sum / epoch_steps, "val_loss": val.get("loss"),
+                       "val_accuracy": val.get("accuracy"), "elapsed": time.perf_counter() - start}
+                for key in HISTORY_KEYS:
+                    history[key].append(row[key])
+                if stop:
+                    break
+        finally:
+            bar.close()
+    if checkpoint_path is not None:
+        trainer.save(checkpoint_path)
+    return history
+
+
+def evaluation_logs(totals, seen):
+    """``{"loss", "accuracy"}`` from summed loss, correct predictions and counted tokens."""
+    if not seen:
+        raise ValueError("batches yielded no batch to evaluate (an exhausted generator?)")
+    loss_sum, hits, count = (float(t) for t in totals)
+    return {"loss": loss_sum / max(count, 1.0), "accuracy": hits / max(count, 1.0)}

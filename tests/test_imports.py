@@ -13,6 +13,8 @@ CASES = [
     ("course_pkg", ["torch", "tensorflow", "keras"]),
     ("course_pkg.reference", ["torch", "tensorflow", "keras"]),
     ("course_pkg.interop", ["torch", "tensorflow", "keras"]),
+    ("course_pkg._decoding", ["torch", "tensorflow", "keras"]),
+    ("course_pkg._training", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.grading", ["torch", "tensorflow", "keras"]),

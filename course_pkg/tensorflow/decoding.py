@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from .. import data as _data
 from .._checks import check_length, check_positive, check_token_range
-
-BOS_ID, EOS_ID, PAD_ID = 1, 2, 0  # course_pkg.data's special tokens
+from .._decoding import default_max_len, length_penalty_factor, map_state
+from ..data import BOS_ID, EOS_ID, PAD_ID
 
 
 class _Graphs:
@@ -66,20 +66,9 @@ def _graphs(model):
     return graphs
 
 
-def _default_max_len(model, max_len):
-    if max_len is None:
-        max_len = model.max_len - 1  # room for <bos>
-    check_positive(max_len=max_len)
-    return max_len
-
-
 def reorder_state(state, index):
     """Select batch rows ``index`` of every tensor in a decoding state (for beam search)."""
-    if isinstance(state, dict):
-        return {key: reorder_state(value, index) for key, value in state.items()}
-    if isinstance(state, (list, tuple)):
-        return type(state)(reorder_state(value, index) for value in state)
-    return tf.gather(state, index, axis=0)
+    return map_state(lambda tensor: tf.gather(tensor, index, axis=0), state)
 
 
 def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
@@ -103,7 +92,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         src_tokens (batch, src_len) -> tokens (batch, steps) int64,
         logits (batch, steps, vocab), steps <= max_len.
     """
-    max_len = _default_max_len(model, max_len)
+    max_len = default_max_len(model, max_len)
     model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
     batch = tf.shape(src)[0]
@@ -127,11 +116,6 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     return (tokens, tf.stack(all_logits, axis=1)) if return_logits else tokens
 
 
-def length_penalty_factor(length, alpha):
-    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al., 2016)."""
-    return ((5.0 + length) / 6.0) ** alpha
-
-
 def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6,
                 bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, return_scores=False):
     """Keep the ``beam_size`` most likely prefixes per source; return the best one.
@@ -149,7 +133,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
         src_tokens (batch, src_len) -> tokens (batch, steps) int64, scores (batch,).
     """
     check_positive(beam_size=beam_size)
-    max_len = _default_max_len(model, max_len)
+    max_len = default_max_len(model, max_len)
     model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
     batch = int(src.shape[0])

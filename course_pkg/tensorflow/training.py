@@ -21,27 +21,24 @@ Example::
 import json
 import os
 import shutil
-import time
 
 import keras
 import tensorflow as tf
 
 from .._checks import check_positive, check_token_dtype, check_token_rank
 from .._training import (
-    check_budget,
+    ADAM_BETAS,
+    ADAM_EPSILON,
+    CHECKPOINT_FORMAT,
     check_label_smoothing,
     check_loss_shapes,
-    check_reiterable,
     config_differences,
-    frozen_gc,
+    evaluation_logs,
+    fit_loop,
     plain,
-    progress_bar,
 )
 from ._layers import is_integer
 
-ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
-HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")
-CHECKPOINT_FORMAT = "course_pkg.training/1"
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
 
 
@@ -299,10 +296,7 @@ class Trainer:
             src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
             sums = self._evaluate_function(src, tgt_in, tgt_out)  # a traced tf.function
             totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
-        if not seen:
-            raise ValueError("batches yielded no batch to evaluate (an exhausted generator?)")
-        loss_sum, hits, count = (float(t) for t in totals)
-        return {"loss": loss_sum / max(count, 1.0), "accuracy": hits / max(count, 1.0)}
+        return evaluation_logs(totals, seen)
 
     def fit(self, train_batches, valid_batches=None, epochs=1, max_steps=None, time_budget=None,
             progress=True, checkpoint_path=None):
@@ -329,52 +323,8 @@ class Trainer:
             ``val_accuracy`` (``None`` without ``valid_batches``) and ``elapsed``
             (seconds since the start of ``fit``).
         """
-        check_positive(epochs=epochs)
-        check_budget(max_steps, time_budget)
-        check_reiterable(train_batches, epochs, "train_batches")
-        if valid_batches is not None:
-            check_reiterable(valid_batches, epochs, "valid_batches")
-        history = {key: [] for key in HISTORY_KEYS}
-        start, steps, stop = time.perf_counter(), 0, False
-        bar = progress_bar(progress, train_batches, epochs, max_steps)
-        with frozen_gc():
-            try:
-                for epoch in range(epochs):
-                    bar.set_description(f"epoch {epoch + 1}/{epochs}")
-                    loss_sum = accuracy_sum = 0.0
-                    epoch_steps = 0
-                    for src, tgt_in, tgt_out in train_batches:
-                        logs = self.train_step(src, tgt_in, tgt_out)
-                        steps, epoch_steps = steps + 1, epoch_steps + 1
-                        loss_sum, accuracy_sum = loss_sum + logs["loss"], accuracy_sum + logs["accuracy"]
-                        shown = {"loss": f"{loss_sum / epoch_steps:.4f}",
-                                 "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
-                        bar.set_postfix(shown, refresh=False)
-                        bar.update(1)
-                        stop = ((max_steps is not None and steps >= max_steps) or
-                                (time_budget is not None and time.perf_counter() - start >= time_budget))
-                        if stop:
-                            break
-                    if epoch_steps == 0:
-                        if steps == 0:
-                            raise ValueError("train_batches yielded no batch to train on")
-                        break  # a re-iterable that came back empty
-                    val = self.evaluate(valid_batches) if valid_batches is not None else {}
-                    if val:
-                        bar.set_postfix({**shown, "val_loss": f"{val['loss']:.4f}",
-                                         "val_accuracy": f"{val['accuracy']:.4f}"})
-                    row = {"step": self.step, "loss": loss_sum / epoch_steps,
-                           "accuracy": accuracy_sum / epoch_steps, "val_loss": val.get("loss"),
-                           "val_accuracy": val.get("accuracy"), "elapsed": time.perf_counter() - start}
-                    for key in HISTORY_KEYS:
-                        history[key].append(row[key])
-                    if stop:
-                        break
-            finally:
-                bar.close()
-        if checkpoint_path is not None:
-            self.save(checkpoint_path)
-        return history
+        return fit_loop(self, train_batches, valid_batches, epochs, max_steps, time_budget, progress,
+                        checkpoint_path)
 
     # ---------------------------------------------------------------- checkpoints
     def _checkpoint(self):

@@ -1,0 +1,26 @@
+"""Framework-free parts of the two decoders (:mod:`course_pkg.torch.decoding` and
+:mod:`course_pkg.tensorflow.decoding`), so that they default, rank and reorder alike."""
+
+from ._checks import check_positive
+
+
+def default_max_len(model, max_len):
+    """``max_len`` checked, or the model's ``max_len - 1`` (room for ``<bos>``) when ``None``."""
+    if max_len is None:
+        max_len = model.max_len - 1  # room for <bos>
+    check_positive(max_len=max_len)
+    return max_len
+
+
+def length_penalty_factor(length, alpha):
+    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al., 2016)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def map_state(fn, state):
+    """Apply ``fn`` to every tensor of a decoding state (nested dicts, lists and tuples)."""
+    if isinstance(state, dict):
+        return {key: map_state(fn, value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(map_state(fn, value) for value in state)
+    return fn(state)
