@@ -19,10 +19,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .. import data
 from .. import reference as ref
+from ..data import BOS_ID, EOS_ID, PAD_ID
 
 BOOK_SEED = 0  # the parameters printed in the book
-PAD_ID, BOS_ID, EOS_ID = 0, 1, 2  # course_pkg.data's special tokens
 
 
 @dataclass(frozen=True)
@@ -193,9 +194,7 @@ EXERCISES = [
         "1.1", "01_seq2seq", "Padding a batch", 2, "pad",
         lambda rng: {"sequences": repr([rng.integers(3, 40, int(rng.integers(1, 8))).tolist()
                                         for _ in range(int(rng.integers(3, 6)))])},
-        lambda sequences: np.array([list(s) + [PAD_ID] * (max(map(len, sequences)) - len(s))
-                                    for s in sequences]),
-        exact=True),
+        data.pad_batch, exact=True),
     Exercise(
         "1.2", "01_seq2seq", "Teacher forcing", 2, "teacher_forcing",
         lambda rng: {"target": repr(rng.integers(3, 40, int(rng.integers(3, 7))).tolist())},

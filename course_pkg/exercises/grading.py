@@ -186,9 +186,5 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
             errors = [_error_of(run.cells[i]) for i, e in enumerate(owner) if e == ex_id]
             reason = reason or next(error for error in errors if error)
         score = 0 if reason else exercise.points
-        results.append(_result(exercise, score, reason or ""))
+        results.append(Result(exercise.id, exercise.title, exercise.points, score, reason or ""))
     return Report(str(path), seed, results)
-
-
-def _result(exercise, score, reason):
-    return Result(exercise.id, exercise.title, exercise.points, score, reason)
