@@ -175,7 +175,33 @@ def random_params(layer, seed=0, scale=0.3):
 # ---------------------------------------------------------------------------
 # Framework adapters
 # ---------------------------------------------------------------------------
-class TFAdapter:
+def assert_disjoint_splits(corpus, total):
+    """Every item of a Corpus sits in exactly one split, and no training source is tested."""
+    sets = {k: set(v) for k, v in corpus.numbers.items()}
+    assert sum(len(s) for s in sets.values()) == total  # no item twice
+    assert not sets["train"] & sets["valid"]
+    assert not sets["train"] & sets["test"]
+    assert not sets["valid"] & sets["test"]
+    train_src = {s for s, _ in corpus.train}
+    assert not train_src & {s for s, _ in corpus.test}
+
+
+class _Adapter:
+    """What both framework adapters do the same way, on top of their tensor/to_numpy/call_raw."""
+
+    def _conv(self, a):
+        return self.tensor(a) if isinstance(a, np.ndarray) else a
+
+    def call(self, layer, *args, **kw):
+        """Inference-mode call (Keras training=False; torch eval + no_grad); returns NumPy
+        (nested structures preserved)."""
+        return self.to_numpy(self.call_raw(layer, *args, training=False, **kw))
+
+    def call_train(self, layer, *args, **kw):
+        return self.to_numpy(self.call_raw(layer, *args, training=True, **kw))
+
+
+class TFAdapter(_Adapter):
     name = "tensorflow"
 
     def __init__(self):
@@ -209,22 +235,12 @@ class TFAdapter:
             t = self.tf.cast(t, "float32")
         return np.array(t)  # a writable copy
 
-    def _conv(self, a):
-        return self.tensor(a) if isinstance(a, np.ndarray) else a
-
     def call_raw(self, layer, *args, training=False, **kw):
         args = [self._conv(a) for a in args]
         kw = {k: self._conv(v) for k, v in kw.items()}
         if isinstance(layer, self.keras.layers.Layer):
             return layer(*args, training=training, **kw)
         return layer(*args, **kw)
-
-    def call(self, layer, *args, **kw):
-        """Inference-mode call; returns NumPy (nested structures preserved)."""
-        return self.to_numpy(self.call_raw(layer, *args, training=False, **kw))
-
-    def call_train(self, layer, *args, **kw):
-        return self.to_numpy(self.call_raw(layer, *args, training=True, **kw))
 
     def seed(self, n):
         self.keras.utils.set_random_seed(n)
@@ -243,7 +259,7 @@ class TFAdapter:
         return {"mixed_float16": "float16"}.get(dtype, dtype)
 
 
-class TorchAdapter:
+class TorchAdapter(_Adapter):
     name = "torch"
 
     def __init__(self):
@@ -284,9 +300,6 @@ class TorchAdapter:
             return t.numpy()
         return np.asarray(t)
 
-    def _conv(self, a):
-        return self.tensor(a) if isinstance(a, np.ndarray) else a
-
     def call_raw(self, layer, *args, training=False, **kw):
         torch = self.torch
         args = [self._conv(a) for a in args]
@@ -297,13 +310,6 @@ class TorchAdapter:
                 return layer(*args, **kw)
         with torch.no_grad():
             return layer(*args, **kw)
-
-    def call(self, layer, *args, **kw):
-        """Inference-mode call (eval + no_grad); returns NumPy."""
-        return self.to_numpy(self.call_raw(layer, *args, training=False, **kw))
-
-    def call_train(self, layer, *args, **kw):
-        return self.to_numpy(self.call_raw(layer, *args, training=True, **kw))
 
     def seed(self, n):
         self.torch.manual_seed(n)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from num2words import num2words
 
+from conftest import assert_disjoint_splits
 from course_pkg import data as D
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +53,7 @@ def test_corpus_pairs_are_the_numbers_in_words(fr_en):
 
 
 def test_splits_are_disjoint_by_number(fr_en):
-    sets = {k: set(v) for k, v in fr_en.numbers.items()}
-    assert sum(len(s) for s in sets.values()) == 30000  # no number twice
-    assert not sets["train"] & sets["test"]
-    assert not sets["train"] & sets["valid"]
-    assert not sets["valid"] & sets["test"]
-    train_src = {s for s, _ in fr_en.train}
-    assert not train_src & {s for s, _ in fr_en.test}
+    assert_disjoint_splits(fr_en, 30000)  # no number twice
 
 
 def test_corpus_is_deterministic_per_seed(fr_en):

@@ -5,6 +5,7 @@ from collections import Counter
 import pytest
 from num2words import num2words
 
+from conftest import assert_disjoint_splits
 from course_pkg import data as D
 
 
@@ -35,13 +36,7 @@ def test_deterministic_per_seed():
 
 
 def test_splits_are_disjoint_by_list(lists):
-    sets = {k: set(v) for k, v in lists.numbers.items()}
-    assert sum(len(s) for s in sets.values()) == 6000  # no list twice
-    assert not sets["train"] & sets["valid"]
-    assert not sets["train"] & sets["test"]
-    assert not sets["valid"] & sets["test"]
-    train_src = {s for s, _ in lists.train}
-    assert not train_src & {s for s, _ in lists.test}
+    assert_disjoint_splits(lists, 6000)  # no list twice
 
 
 def test_lengths_are_spread_from_short_to_long(lists):
