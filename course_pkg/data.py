@@ -235,6 +235,17 @@ def _split_sizes(total, splits):
     return n_train, n_valid, n_test
 
 
+def _split(pairs, items, n_train, n_valid, src_lang, tgt_lang) -> Corpus:
+    """A Corpus of the first ``n_train`` pairs, the next ``n_valid`` and the rest, with their items."""
+    cut = (0, n_train, n_train + n_valid, len(pairs))
+    parts = [slice(cut[i], cut[i + 1]) for i in range(3)]
+    return Corpus(
+        train=pairs[parts[0]], valid=pairs[parts[1]], test=pairs[parts[2]],
+        numbers={name: items[p] for name, p in zip(("train", "valid", "test"), parts)},
+        src_lang=src_lang, tgt_lang=tgt_lang,
+    )
+
+
 def make_number_corpus(src_lang="fr", tgt_lang="en", max_number=99_999, size=30_000,
                        seed=0, splits=(0.8, 0.1, 0.1)) -> Corpus:
     """Numbers written in words in ``src_lang`` paired with the same numbers in ``tgt_lang``.
@@ -283,14 +294,7 @@ def make_number_corpus(src_lang="fr", tgt_lang="en", max_number=99_999, size=30_
     numbers = [int(n) for n in rng.choice(population, size=size, replace=False)]
     sources = _words_for(numbers, src_lang)
     targets = _words_for(numbers, tgt_lang)
-    pairs = list(zip(sources, targets))
-    cut = (0, n_train, n_train + n_valid, size)
-    parts = [slice(cut[i], cut[i + 1]) for i in range(3)]
-    return Corpus(
-        train=pairs[parts[0]], valid=pairs[parts[1]], test=pairs[parts[2]],
-        numbers={name: numbers[p] for name, p in zip(("train", "valid", "test"), parts)},
-        src_lang=src_lang, tgt_lang=tgt_lang,
-    )
+    return _split(list(zip(sources, targets)), numbers, n_train, n_valid, src_lang, tgt_lang)
 
 
 def _distinct_lists(rng, population, length, count) -> list:
@@ -406,14 +410,7 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
             out.append(tokenizer.detokenize(pieces))
         return out
 
-    pairs = list(zip(texts(src_lang), texts(tgt_lang)))
-    cut = (0, n_train, n_train + n_valid, size)
-    parts = [slice(cut[i], cut[i + 1]) for i in range(3)]
-    return Corpus(
-        train=pairs[parts[0]], valid=pairs[parts[1]], test=pairs[parts[2]],
-        numbers={name: lists[p] for name, p in zip(("train", "valid", "test"), parts)},
-        src_lang=src_lang, tgt_lang=tgt_lang,
-    )
+    return _split(list(zip(texts(src_lang), texts(tgt_lang))), lists, n_train, n_valid, src_lang, tgt_lang)
 
 
 def split_pairs(pairs, splits=(0.8, 0.1, 0.1), seed=0) -> Corpus:
