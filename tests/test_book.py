@@ -5,6 +5,9 @@
 * every notebook is valid nbformat 4 with no stored error and no stderr output;
 * every cell tagged ``nbval-ignore-output`` or ``nbval-skip`` says why, in a
   comment line of its source: ``# nbval: <reason>``;
+* outputs are facts or measurements: at most 15% of the code cells are excluded from
+  nbval's comparison, every section with a measurement has a claim cell (tag ``claim``)
+  that nbval compares, and every stored claim holds;
 * every ``literalinclude`` of the book points at an existing file, and at an
   existing class or function when it has ``:pyobject:``;
 * ``python -m course_pkg.book stamp`` is idempotent.
@@ -119,6 +122,77 @@ def test_nbval_exclusions_say_why(path):
             assert NBVAL_REASON.search(_source(cell)), (
                 f"{path.name}, cell {index} is tagged {tagged[0]}: add a comment line "
                 "'# nbval: <why its output cannot be compared>' to its source")
+
+
+# ------------------------------------------------------------ facts, measurements, claims
+CLAIM_TAG = "claim"
+MAX_EXCLUDED = 0.15
+
+
+def _excluded(cell):
+    return bool(set(_tags(cell)) & set(NBVAL_TAGS)) or bool(re.search(r"NBVAL_(IGNORE_OUTPUT|SKIP)", _source(cell)))
+
+
+def _sections(notebook):
+    """The code cells of a notebook, grouped by the ``##`` heading they follow."""
+    sections, current = [], []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown" and re.search(r"^## ", _source(cell), re.M):
+            sections.append(current)
+            current = []
+        elif cell["cell_type"] == "code":
+            current.append(cell)
+    return sections + [current]
+
+
+def _stdout(cell):
+    return "".join(_source({"source": o.get("text", "")}) for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+
+
+def test_at_most_15_percent_of_the_code_cells_are_excluded():
+    code = [c for path in NOTEBOOKS for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+            if c["cell_type"] == "code"]
+    excluded = sum(map(_excluded, code))
+    assert excluded <= MAX_EXCLUDED * len(code), f"{excluded} of {len(code)} code cells excluded from nbval"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_every_measurement_has_a_claim_in_its_section(path):
+    for section in _sections(json.loads(path.read_text(encoding="utf-8"))):
+        measured = [c for c in section if "nbval-ignore-output" in _tags(c)]
+        if measured:
+            assert any(CLAIM_TAG in _tags(c) for c in section), (
+                f"{path.name}: the section of the measurement cell {measured[0].get('id')} has no cell "
+                f"tagged {CLAIM_TAG!r} that checks what the text claims about it")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_claims_are_compared_and_hold(path):
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if CLAIM_TAG not in _tags(cell):
+            continue
+        where = f"{path.name}, cell {cell.get('id')}"
+        assert not _excluded(cell), f"{where}: a claim cell is never excluded from nbval"
+        lines = _stdout(cell).splitlines()
+        assert lines, f"{where}: a claim cell prints its checks"
+        for line in lines:
+            assert line.endswith("True") and "False" not in line, f"{where}: the stored claim fails: {line}"
+
+
+def test_the_checks_above_can_fail():
+    failing = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "## 1.1 A section"},
+        {"cell_type": "code", "metadata": {"tags": ["nbval-ignore-output"]}, "outputs": [],
+         "source": "# nbval: timings\nprint(time.time())"},
+        {"cell_type": "markdown", "metadata": {}, "source": "## 1.2 Another"},
+        {"cell_type": "code", "metadata": {"tags": [CLAIM_TAG]}, "source": "print(...)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "fast enough: False\n"}]}]}
+    sections = _sections(failing)
+    assert [len(s) for s in sections] == [0, 1, 1]
+    assert not any(CLAIM_TAG in _tags(c) for c in sections[1])
+    assert _stdout(failing["cells"][3]).strip().endswith("False")
+    assert _excluded(failing["cells"][1]) and not _excluded(failing["cells"][3])
 
 
 # ------------------------------------------------------------ literalinclude

@@ -425,3 +425,22 @@ def _readable(path):
     if path.suffix == ".html":
         return html.unescape(re.sub(r"<[^>]+>", "", text))
     return text
+
+
+def test_greedy_step_logits_have_a_single_largest_value_for_every_seed():
+    """tf.argmax promises no tie rule: the drawn logits never tie for a row's maximum."""
+    for seed in range(200):
+        logits = np.asarray(catalog.get("5.3").params(seed)["logits"])
+        top = logits.max(axis=-1, keepdims=True)
+        assert ((logits == top).sum(axis=-1) == 1).all(), f"seed {seed}: a tie for the largest logit"
+
+
+def test_masked_attention_solution_gives_no_nan_on_a_fully_blocked_row():
+    """The book's solution of 5.1 uses chapter 3's recipe: a fully blocked row is zeros, not NaN."""
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
+    mask = [[0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]]  # the second query may attend to nothing
+    output, weights = _answer("5.1")(q=q, k=k, v=v, mask=mask)
+    assert not np.isnan(output).any() and not np.isnan(weights).any()
+    assert not weights[1].any() and not output[1].any()
+    np.testing.assert_allclose(weights.sum(axis=-1), [1.0, 0.0, 1.0])

@@ -266,7 +266,9 @@ EXERCISES = [
         call=_per_case, exact=True),
     Exercise(
         "5.3", "05_decoder", "One step of greedy decoding", 2, "greedy_step",
-        lambda rng: {"logits": _floats(rng.uniform(-3, 3, (4, 6))),
+        # Distinct values in every row: argmax has one answer (tf.argmax promises no tie rule).
+        lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 6, replace=False)
+                                                 for _ in range(4)]) / 10),
                      "done": repr([bool(d) for d in rng.permutation([True, False, False, rng.random() < 0.5])])},
         greedy_step, exact=True),
     # 6. training
