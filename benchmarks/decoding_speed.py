@@ -70,7 +70,7 @@ def main():
             keras.utils.set_random_seed(0)
         model = cp.Transformer(input_vocab_size=len(src_vocab), target_vocab_size=len(tgt_vocab),
                                max_len=max_len, **TRANSFORMER)
-        trainer = cp.Trainer(model, warmup_steps=1000)
+        trainer = cp.Trainer(model, warmup_steps=1000, seed=0)
         trainer.fit(cp.make_batches(corpus.train, src_vocab, tgt_vocab, 128, shuffle=True,
                                     max_len=max_len),
                     epochs=1000, time_budget=args.train_seconds, progress=False)

@@ -39,28 +39,37 @@ def check_dropout(rate: float) -> None:
         raise ValueError(f"dropout must be a float in [0, 1), got {rate!r}")
 
 
-def check_mask_shape(mask_shape: Shape, logits_shape: Shape) -> None:
-    """Raise ``ValueError`` unless the mask broadcasts to the logits' shape.
+def check_mask_shape(
+    mask_shape: Shape,
+    scores_shape: Shape,
+    what: str = "logits",
+    layout: str = "(..., q_len, k_len)",
+    hint: str = "(batch, 1, 1, k_len) for padding or (q_len, k_len) / (batch, 1, q_len, k_len) "
+                "for look-ahead masks",
+) -> None:
+    """Raise ``ValueError`` unless the mask broadcasts to the attention scores' shape.
 
-    Broadcasting may only add or stretch axes of the mask, never the logits:
+    Broadcasting may only add or stretch axes of the mask, never the scores:
     a ``(batch, 1, 1, Tk)`` mask fits ``(batch, heads, Tq, Tk)`` logits, a
     ``(Tk,)`` mask for other keys does not. ``None`` (unknown) matches anything.
+    The message names the scores (``what``: the Transformer's ``"logits"``, the
+    RNN attention's ``"weights"``), their ``layout`` and a ``hint`` of masks that fit.
     """
-    mask_shape, logits_shape = tuple(mask_shape), tuple(logits_shape)
-    ok = len(mask_shape) <= len(logits_shape)
-    if ok:
-        for m, l in zip(reversed(mask_shape), reversed(logits_shape)):
-            if m is None or l is None or m == 1 or m == l:
-                continue
-            ok = False
-            break
+    mask_shape, scores_shape = tuple(mask_shape), tuple(scores_shape)
+    ok = len(mask_shape) <= len(scores_shape) and all(
+        m is None or s is None or m in (1, s)
+        for m, s in zip(reversed(mask_shape), reversed(scores_shape))
+    )
     if not ok:
         raise ValueError(
-            f"mask of shape {mask_shape} does not broadcast to the attention "
-            f"logits of shape {logits_shape} (..., q_len, k_len); expected e.g. "
-            "(batch, 1, 1, k_len) for padding or (q_len, k_len) / "
-            "(batch, 1, q_len, k_len) for look-ahead masks"
+            f"mask of shape {mask_shape} does not broadcast to the attention {what} of shape "
+            f"{scores_shape} {layout}; expected e.g. {hint}"
         )
+
+
+# check_mask_shape's message for the RNN attentions (Bahdanau, Luong): weights (batch, Tq, Tk).
+RNN_MASK = {"what": "weights", "layout": "(batch, q_len, k_len)",
+            "hint": "(batch, 1, k_len) for source padding: create_padding_mask(src_tokens)[:, 0]"}
 
 
 def check_mask_dtype(is_bool: bool) -> None:
@@ -175,16 +184,57 @@ def check_batch(batch, **shapes):
             raise ValueError(f"{name} has batch size {shape[0]}, expected {batch} (that of the first input)")
 
 
-def check_attention_mask(mask_shape, weights_shape):
-    """Raise ``ValueError`` unless the mask broadcasts to the weights' ``(batch, Tq, Tk)``."""
-    mask_shape, weights_shape = tuple(mask_shape), tuple(weights_shape)
-    ok = len(mask_shape) <= len(weights_shape) and all(
-        m is None or w is None or m in (1, w)
-        for m, w in zip(reversed(mask_shape), reversed(weights_shape))
-    )
+def check_label_smoothing(label_smoothing) -> None:
+    """Raise ``ValueError`` unless ``0 <= label_smoothing < 1``."""
+    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) < 1.0:
+        raise ValueError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
+
+
+def check_loss_shapes(labels_shape: Shape, logits_shape: Shape) -> None:
+    """Raise ``ValueError`` unless labels ``(batch, tgt_len)`` fit logits ``(batch, tgt_len, vocab)``."""
+    labels_shape, logits_shape = tuple(labels_shape), tuple(logits_shape)
+    ok = len(labels_shape) == 2 and len(logits_shape) == 3 and all(
+        a is None or b is None or a == b for a, b in zip(labels_shape, logits_shape))
     if not ok:
         raise ValueError(
-            f"mask of shape {mask_shape} does not broadcast to the attention weights of "
-            f"shape {weights_shape} (batch, q_len, k_len); expected e.g. (batch, 1, k_len) "
-            "for source padding: create_padding_mask(src_tokens)[:, 0]"
+            f"labels of shape {labels_shape} do not fit logits of shape {logits_shape}: "
+            "expected labels (batch, tgt_len) and logits (batch, tgt_len, vocab)"
         )
+
+
+def check_reiterable(batches, epochs, what) -> None:
+    """Raise ``ValueError`` for a one-shot iterator that ``epochs > 1`` would pass over again."""
+    if epochs > 1 and iter(batches) is batches:
+        raise ValueError(
+            f"{what} is a one-shot iterator (e.g. a generator), but epochs={epochs} passes over "
+            "it several times; pass a list, a DataLoader or a tf.data.Dataset"
+        )
+
+
+def check_budget(max_steps, time_budget) -> None:
+    """Raise ``ValueError`` for ``max_steps`` < 1 or a negative ``time_budget`` (``None``: no limit)."""
+    if max_steps is not None:
+        check_positive(max_steps=max_steps)
+    if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
+            time_budget, (int, float)) or time_budget < 0):
+        raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
+
+
+def check_language(lang, languages, what="lang") -> str:
+    """Return ``lang``; raise ``ValueError`` unless it is one of ``languages`` (num2words' codes)."""
+    if not isinstance(lang, str) or lang not in languages:
+        few = ", ".join(repr(x) for x in ("de", "en", "es", "fr", "it", "nl", "pt", "ru") if x in languages)
+        raise ValueError(
+            f"{what}={lang!r} is not a language num2words supports; valid codes include "
+            f"{few} ({len(languages)} in all, see course_pkg.data.supported_languages())"
+        )
+    return lang
+
+
+def check_count(name, value, minimum) -> int:
+    """Return ``int(value)``; raise ``ValueError`` unless it is an int (or NumPy integer) ``>= minimum``."""
+    import numpy as np  # here, so that importing this module stays pure Python
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)

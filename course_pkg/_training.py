@@ -1,7 +1,8 @@
-"""Framework-free parts of the two trainers (checks, config comparison, progress bar, the fit loop).
+"""Framework-free parts of the two trainers (constants, config comparison, progress bar, the fit loop).
 
-:mod:`course_pkg.torch.training` and :mod:`course_pkg.tensorflow.training`
-share these, so that they check and report alike.
+:mod:`course_pkg.torch.trainer` and :mod:`course_pkg.tensorflow.trainer` (and
+their ``schedule`` modules) share these, so that they save and report alike;
+their argument checks are in :mod:`course_pkg._checks`.
 """
 
 import contextlib
@@ -9,28 +10,12 @@ import gc
 import json
 import time
 
-from ._checks import check_positive
+from ._checks import check_budget, check_positive, check_reiterable
 
 ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
 CHECKPOINT_FORMAT = "course_pkg.training/1"  # both frameworks' Trainer.save
 HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")  # Trainer.fit
 _IGNORED_CONFIG_KEYS = ("name",)  # Keras numbers its models' names; not a configuration
-
-
-def check_label_smoothing(label_smoothing):
-    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) < 1.0:
-        raise ValueError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
-
-
-def check_loss_shapes(labels_shape, logits_shape):
-    labels_shape, logits_shape = tuple(labels_shape), tuple(logits_shape)
-    ok = len(labels_shape) == 2 and len(logits_shape) == 3 and all(
-        a is None or b is None or a == b for a, b in zip(labels_shape, logits_shape))
-    if not ok:
-        raise ValueError(
-            f"labels of shape {labels_shape} do not fit logits of shape {logits_shape}: "
-            "expected labels (batch, tgt_len) and logits (batch, tgt_len, vocab)"
-        )
 
 
 def config_differences(expected, found):
@@ -46,22 +31,6 @@ def config_differences(expected, found):
 def plain(config):
     """A config as JSON would give it back (tuples as lists), to compare saved and live configs."""
     return json.loads(json.dumps(config, default=str))
-
-
-def check_reiterable(batches, epochs, what):
-    if epochs > 1 and iter(batches) is batches:
-        raise ValueError(
-            f"{what} is a one-shot iterator (e.g. a generator), but epochs={epochs} passes over "
-            "it several times; pass a list, a DataLoader or a tf.data.Dataset"
-        )
-
-
-def check_budget(max_steps, time_budget):
-    if max_steps is not None:
-        check_positive(max_steps=max_steps)
-    if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
-            time_budget, (int, float)) or time_budget < 0):
-        raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
 
 
 class NoBar:

@@ -8,6 +8,20 @@ for multi-head attention. Dense kernels have the Keras layout ``(in, out)``,
 so a dense layer is ``x @ kernel + bias``.
 
 Masks follow the course convention: float, 1.0 = blocked, 0.0 = may attend.
+
+Shapes: ``batch`` sequences (or sentence pairs) of ``seq`` positions, ``src_len``
+and ``tgt_len`` on the source and target sides, ``T`` target positions in the
+training formulas; ``...`` any leading axes. ``d_model`` is the model width,
+``heads`` the attention heads of ``depth`` features; ``Tq`` queries of depth
+``dk`` attend to ``Tk`` keys (values of depth ``dv``); ``length`` counts the rows
+of the position table. ``units`` is the GRU width (``u`` in its formulas, ``3u``
+for its three gates), ``query_dim``/``key_dim`` the widths of an RNN attention's
+queries and keys, ``in``/``out`` a dense kernel's input and output widths,
+``vocab`` the (target) vocabulary size.
+
+The training formulas (masked loss, label smoothing, the Noam schedule),
+greedy decoding's step and the parameter counts at the end are also the
+reference answers of the course's exercises (``course_pkg.exercises``).
 """
 
 from __future__ import annotations
@@ -183,7 +197,7 @@ def transformer(params, src, tgt, num_heads, pad_id=0):
     tgt_mask = create_combined_mask(tgt, pad_id)  # (batch, 1, tgt_len, tgt_len)
     enc, enc_maps = encoder(sub(params, "encoder"), src, num_heads, src_mask)
     dec, self_maps, cross_maps = decoder(sub(params, "decoder"), tgt, enc, num_heads, tgt_mask, src_mask)
-    logits = dense(params, dec, "final_layer")  # (batch, tgt_len, target_vocab)
+    logits = dense(params, dec, "final_layer")  # (batch, tgt_len, vocab)
     return logits, {"encoder_self": enc_maps, "decoder_self": self_maps, "decoder_cross": cross_maps}
 
 
@@ -204,7 +218,7 @@ def gru_cell(params, x, h):
     z = σ(x W_z + b_z + h U_z + c_z), r = σ(x W_r + b_r + h U_r + c_r),
     h~ = tanh(x W_h + b_h + r (h U_h + c_h)), h' = z h + (1 - z) h~.
 
-    Shape: x (batch, in), h (batch, u) -> (batch, u).
+    Shape: x (batch, in), h (batch, units) -> (batch, units).
     """
     u = h.shape[-1]
     xw = x @ params["kernel"] + params["bias"][0]  # (batch, 3u)
@@ -216,7 +230,10 @@ def gru_cell(params, x, h):
 
 
 def gru(params, x, h):
-    """A GRU over the time axis. Shape: x (batch, T, in), h (batch, u) -> (batch, T, u), (batch, u)."""
+    """A GRU over the time axis.
+
+    Shape: x (batch, seq, in), h (batch, units) -> (batch, seq, units), (batch, units).
+    """
     outputs = []
     for t in range(x.shape[1]):
         h = gru_cell(params, x[:, t], h)
@@ -241,7 +258,7 @@ def masked_softmax(scores, mask=None):
 def bahdanau_attention(params, query, keys, mask=None):
     """score = vᵀ tanh(W1 q + W2 k) with bias-free ``w1, w2, v``.
 
-    Shape: (batch, Tq, q_dim), (batch, Tk, k_dim) -> (batch, Tq, k_dim), (batch, Tq, Tk).
+    Shape: (batch, Tq, query_dim), (batch, Tk, key_dim) -> (batch, Tq, key_dim), (batch, Tq, Tk).
     """
     query, keys = np.asarray(query, np.float64), np.asarray(keys, np.float64)
     q = _project(params, query, "w1")[:, :, np.newaxis, :]  # (batch, Tq, 1, units)
@@ -254,7 +271,7 @@ def bahdanau_attention(params, query, keys, mask=None):
 def luong_attention(params, query, keys, score="dot", mask=None):
     """score = qᵀ k (``"dot"``) or qᵀ W k (``"general"``, bias-free ``w``); not scaled.
 
-    Shape: (batch, Tq, units), (batch, Tk, k_dim) -> (batch, Tq, k_dim), (batch, Tq, Tk).
+    Shape: (batch, Tq, units), (batch, Tk, key_dim) -> (batch, Tq, key_dim), (batch, Tq, Tk).
     """
     query, keys = np.asarray(query, np.float64), np.asarray(keys, np.float64)
     k = _project(params, keys, "w") if score == "general" else keys  # (batch, Tk, units)
@@ -292,21 +309,21 @@ def seq2seq_decoder(params, tokens, state, context=None):
     return dense(params, outputs, "final_layer"), state
 
 
-def attention_decoder(params, tokens, enc_outputs, state, src_mask=None, attention="bahdanau"):
+def attention_decoder(params, tokens, enc_output, state, padding_mask=None, attention="bahdanau"):
     """Decoder with attention; the query at step t is the previous state s_{t-1}.
 
     Returns ``(logits (batch, tgt_len, vocab), state (batch, units), weights (batch, tgt_len, src_len))``.
     """
-    state, enc_outputs = np.asarray(state, np.float64), np.asarray(enc_outputs, np.float64)
+    state, enc_output = np.asarray(state, np.float64), np.asarray(enc_output, np.float64)
     x = params["embedding.embeddings"][np.asarray(tokens)].astype(np.float64)
     att = sub(params, "attention")
     states, weights = [], []
     for t in range(x.shape[1]):
         if attention == "bahdanau":
-            context, w = bahdanau_attention(att, state[:, np.newaxis], enc_outputs, src_mask)
+            context, w = bahdanau_attention(att, state[:, np.newaxis], enc_output, padding_mask)
         else:
-            context, w = luong_attention(att, state[:, np.newaxis], enc_outputs,
-                                         attention[len("luong_"):], src_mask)
+            context, w = luong_attention(att, state[:, np.newaxis], enc_output,
+                                         attention[len("luong_"):], padding_mask)
         state = gru_cell(sub(params, "rnn"), np.concatenate([x[:, t], context[:, 0]], axis=-1), state)
         states.append(state)
         weights.append(w[:, 0])
@@ -316,11 +333,97 @@ def attention_decoder(params, tokens, enc_outputs, state, src_mask=None, attenti
 
 def seq2seq(params, src, tgt, attention=None, pad_id=0):
     """The whole RNN seq2seq model. Returns ``(logits, weights)``; ``weights`` is None without attention."""
-    enc_outputs, state = seq2seq_encoder(sub(params, "encoder"), src, pad_id)
+    enc_output, state = seq2seq_encoder(sub(params, "encoder"), src, pad_id)
     if attention is None:
         logits, _ = seq2seq_decoder(sub(params, "decoder"), tgt, state)
         return logits, None
     src_mask = (np.asarray(src) == pad_id).astype(np.float64)[:, np.newaxis, :]  # (batch, 1, src_len)
-    logits, _, weights = attention_decoder(sub(params, "decoder"), tgt, enc_outputs, state, src_mask,
+    logits, _, weights = attention_decoder(sub(params, "decoder"), tgt, enc_output, state, src_mask,
                                            attention)
     return logits, weights
+
+
+# ============================================================================
+# Training: teacher forcing, the masked loss with label smoothing, the Noam schedule
+# ============================================================================
+def teacher_forcing(target, bos_id=1, eos_id=2):
+    """What the decoder reads and what it must predict: ``(<bos> y, y <eos>)``.
+
+    Shape: a list of ``T`` ids -> two lists of ``T + 1`` ids.
+    """
+    return [bos_id] + list(target), list(target) + [eos_id]
+
+
+def log_softmax(x, axis=-1):
+    """Numerically stable log-softmax, in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def smoothed_targets(labels, vocab_size, epsilon):
+    """``(1 - ε) · one_hot(label) + ε / vocab_size``, as Keras and torch smooth labels.
+
+    Shape: (...) int -> (..., vocab).
+    """
+    return (1 - epsilon) * np.eye(vocab_size)[np.asarray(labels)] + epsilon / vocab_size
+
+
+def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
+    """Cross-entropy against :func:`smoothed_targets`, averaged over the labels that are not ``pad_id``.
+
+    ``label_smoothing = 0`` gives the plain cross-entropy ``-log p[label]``; a
+    batch whose labels are all ``pad_id`` gives 0.
+
+    Shape: labels (batch, T) int, logits (batch, T, vocab) -> ().
+    """
+    labels = np.asarray(labels)
+    log_probs = log_softmax(logits)  # (batch, T, vocab)
+    keep = labels != pad_id  # (batch, T)
+    safe = np.where(keep, labels, 0)  # (batch, T): pad ids may lie outside the vocabulary
+    targets = smoothed_targets(safe, log_probs.shape[-1], label_smoothing)  # (batch, T, vocab)
+    per_token = -(targets * log_probs).sum(axis=-1)  # (batch, T)
+    return (per_token * keep).sum() / max(keep.sum(), 1)
+
+
+def noam_learning_rate(step, d_model, warmup_steps=4000):
+    """The paper's schedule: ``d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)``.
+
+    Linear warm-up to the peak at ``step = warmup_steps``, then decay as
+    1/√step. Optimizers count from 0: step 0 gets the step-1 value.
+    """
+    step = max(step, 1)
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+# ============================================================================
+# Decoding and parameter counts
+# ============================================================================
+def greedy_step(logits, done, pad_id=0):
+    """One step of greedy decoding: each row's most likely id, ``pad_id`` for rows already done.
+
+    Shape: logits (batch, vocab), done (batch,) bool -> (batch,) int.
+    """
+    return np.where(np.asarray(done), pad_id, np.argmax(np.asarray(logits), axis=-1))
+
+
+def gru_parameters(input_dim, units):
+    """Trainable parameters of Keras' ``GRU`` (reset_after=True) and ``torch.nn.GRU`` alike.
+
+    3 gates, each with an input kernel, a recurrent kernel and two biases.
+    """
+    return 3 * (input_dim * units + units * units + 2 * units)
+
+
+def encoder_layer_parameters(d_model, dff):
+    """Trainable parameters of an encoder layer: multi-head attention (4 dense layers),
+    the feed-forward network, 2 layer norms."""
+    return 4 * (d_model * d_model + d_model) + (d_model * dff + dff) + (dff * d_model + d_model) \
+        + 2 * 2 * d_model
+
+
+def decoder_layer_parameters(d_model, dff):
+    """Trainable parameters of a decoder layer: two multi-head attentions, the
+    feed-forward network, 3 layer norms."""
+    return 8 * (d_model * d_model + d_model) + (d_model * dff + dff) + (dff * d_model + d_model) \
+        + 3 * 2 * d_model

@@ -2,20 +2,21 @@
 
 import numpy as np
 import pytest
-
-from conftest import D_MODEL, NUM_HEADS
+from helpers import D_MODEL, NUM_HEADS
 
 KEY = np.array([[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]], np.float32)
 VALUE = np.array([[1, 0], [10, 0], [100, 5], [1000, 6]], np.float32)
-SEED_CASES = [
+# (query, expected output, expected weights): a query matching one key copies its value;
+# matching two keys averages theirs.
+QUERY_CASES = [
     ([0, 10, 0], [10, 0], [0, 1, 0, 0]),
     ([0, 0, 10], [550, 5.5], [0, 0, 0.5, 0.5]),
     ([10, 10, 0], [5.5, 0], [0.5, 0.5, 0, 0]),
 ]
 
 
-@pytest.mark.parametrize("query,expected,weights", SEED_CASES)
-def test_sdpa_seed_demo_single_query(fw, query, expected, weights):
+@pytest.mark.parametrize("query,expected,weights", QUERY_CASES)
+def test_sdpa_query_averages_the_values_of_matching_keys(fw, query, expected, weights):
     q = np.array([query], np.float32)
     out, w = fw.cp.scaled_dot_product_attention(fw.tensor(q), fw.tensor(KEY), fw.tensor(VALUE))
     out, w = fw.to_numpy(out), fw.to_numpy(w)
@@ -24,12 +25,12 @@ def test_sdpa_seed_demo_single_query(fw, query, expected, weights):
     np.testing.assert_allclose(w[0], weights, atol=1e-4)
 
 
-def test_sdpa_seed_demo_all_queries(fw, ref):
-    q = np.array([c[0] for c in SEED_CASES], np.float32)
+def test_sdpa_stacked_queries_match_expected_in_course_and_reference(fw, ref):
+    q = np.array([c[0] for c in QUERY_CASES], np.float32)
     out, w = fw.cp.scaled_dot_product_attention(fw.tensor(q), fw.tensor(KEY), fw.tensor(VALUE))
-    np.testing.assert_allclose(fw.to_numpy(out), [c[1] for c in SEED_CASES], atol=1e-4)
+    np.testing.assert_allclose(fw.to_numpy(out), [c[1] for c in QUERY_CASES], atol=1e-4)
     ref_out, _ = ref.scaled_dot_product_attention(q, KEY, VALUE)
-    np.testing.assert_allclose(ref_out, [c[1] for c in SEED_CASES], atol=1e-4)
+    np.testing.assert_allclose(ref_out, [c[1] for c in QUERY_CASES], atol=1e-4)
 
 
 def test_sdpa_shapes_batched(fw):
@@ -48,10 +49,11 @@ def test_sdpa_shapes_batched(fw):
     np.testing.assert_allclose(w, e / e.sum(-1, keepdims=True), atol=1e-5)
 
 
-def _random_qkv(rng, b=2, tq=5, tk=5, d=4):
+def _random_qkv(rng, b=2, tq=5, tk=5, d=6, dv=7):
+    """q (b, tq, d), k (b, tk, d), v (b, tk, dv): depth and value width differ from the lengths."""
     return (rng.normal(size=(b, tq, d)).astype(np.float32),
             rng.normal(size=(b, tk, d)).astype(np.float32) * 3,
-            rng.normal(size=(b, tk, d)).astype(np.float32))
+            rng.normal(size=(b, tk, dv)).astype(np.float32))
 
 
 def test_sdpa_masked_weights_exactly_zero(fw):
@@ -97,14 +99,15 @@ def test_sdpa_all_rows_masked_no_nan(fw):
 def test_sdpa_mask_broadcasts(fw):
     """A (b,1,1,Tk) padding mask broadcasts over heads and query positions."""
     rng = np.random.default_rng(4)
-    q = rng.normal(size=(2, 2, 3, 4)).astype(np.float32)
-    k = rng.normal(size=(2, 2, 5, 4)).astype(np.float32)
-    v = rng.normal(size=(2, 2, 5, 4)).astype(np.float32)
+    # batch 2, heads 3, q_len 4, k_len 5, depth 6, value width 7: a swapped axis changes a shape
+    q = rng.normal(size=(2, 3, 4, 6)).astype(np.float32)
+    k = rng.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    v = rng.normal(size=(2, 3, 5, 7)).astype(np.float32)
     toks = np.array([[1, 2, 0, 3, 0], [1, 1, 1, 1, 0]])
     mask = fw.cp.create_padding_mask(fw.tensor(toks))
     _, w = fw.cp.scaled_dot_product_attention(fw.tensor(q), fw.tensor(k), fw.tensor(v), mask)
     w = fw.to_numpy(w)
-    assert w.shape == (2, 2, 3, 5)
+    assert w.shape == (2, 3, 4, 5)
     assert np.all(w[0][..., [2, 4]] == 0) and np.all(w[1][..., 4] == 0)
     assert np.all(w[0][..., [0, 1, 3]] > 0)
 
@@ -146,17 +149,17 @@ def test_mha_attributes_and_shapes(fw):
 def test_mha_padding_mask_zeroes_weights(fw):
     mha = fw.make("MultiHeadAttention", D_MODEL, NUM_HEADS)
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(2, 5, D_MODEL)).astype(np.float32)
-    toks = np.array([[1, 0, 2, 0, 3], [4, 4, 4, 4, 0]])
+    x = rng.normal(size=(3, 5, D_MODEL)).astype(np.float32)  # batch 3 != NUM_HEADS
+    toks = np.array([[1, 0, 2, 0, 3], [4, 4, 4, 4, 0], [5, 0, 5, 5, 5]])
     mask = fw.cp.create_padding_mask(fw.tensor(toks))
     _, w = fw.call(mha, x, x, x, mask=mask)
+    assert w.shape == (3, NUM_HEADS, 5, 5)
     assert np.all(w[0][..., [1, 3]] == 0)
     assert np.all(w[1][..., 4] == 0)
+    assert np.all(w[2][..., 1] == 0)
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
 
 
 def test_mha_uneven_heads_value_error(fw):
-    with pytest.raises(ValueError) as ei:
+    with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
         fw.make("MultiHeadAttention", 10, 3)
-    msg = str(ei.value)
-    assert "10" in msg and "3" in msg

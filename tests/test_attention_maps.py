@@ -2,19 +2,17 @@
 
 import numpy as np
 import pytest
+from helpers import D_MODEL, TGT_VOCAB, class_args, example_inputs, max_abs_diff
 
-from conftest import (
-    D_MODEL,
-    NUM_HEADS,
-    NUM_LAYERS,
-    TGT_VOCAB,
-    class_args,
-    example_inputs,
-    max_abs_diff,
-)
-
+# Every axis of an attention map has its own size: batch 2, heads 4, tgt_len 5, src_len 6,
+# and 3 layers, so a swapped axis or a per-head list instead of a per-layer one fails.
+NUM_HEADS, NUM_LAYERS = 4, 3
 SRC = np.array([[5, 9, 3, 7, 0, 0], [4, 12, 1, 0, 8, 2]])
 TGT = np.array([[1, 6, 8, 3, 0], [2, 0, 7, 11, 4]])
+
+
+def _make(fw, name, **kw):
+    return fw.make(name, *class_args(name, num_heads=NUM_HEADS, num_layers=NUM_LAYERS), **kw)
 
 
 def _check_rows(w, mask, tol=1e-5):
@@ -29,7 +27,7 @@ def _check_rows(w, mask, tol=1e-5):
 
 def test_transformer_attention_maps(fw, ref):
     fw.seed(0)
-    model = fw.make("Transformer", *class_args("Transformer"))
+    model = _make(fw, "Transformer")
     plain = fw.call(model, SRC, TGT)
     logits, attn = fw.call(model, SRC, TGT, return_attention=True)
     assert plain.shape == (2, 5, TGT_VOCAB)
@@ -51,7 +49,7 @@ def test_transformer_attention_maps(fw, ref):
 
 def test_transformer_pad_id_respected(fw, ref):
     fw.seed(0)
-    model = fw.make("Transformer", *class_args("Transformer"), pad_id=7)
+    model = _make(fw, "Transformer", pad_id=7)
     _, attn = fw.call(model, SRC, TGT, return_attention=True)
     for w in attn["encoder_self"] + attn["decoder_cross"]:
         _check_rows(w, ref.create_padding_mask(SRC, pad_id=7))
@@ -61,7 +59,7 @@ def test_transformer_pad_id_respected(fw, ref):
 
 def test_encoder_attention_maps(fw, ref):
     fw.seed(0)
-    enc = fw.make("Encoder", *class_args("Encoder"))
+    enc = _make(fw, "Encoder")
     mask = ref.create_padding_mask(SRC).astype(np.float32)
     plain = fw.call(enc, SRC, mask=mask)
     x, attn = fw.call(enc, SRC, mask=mask, return_attention=True)
@@ -75,7 +73,7 @@ def test_encoder_attention_maps(fw, ref):
 
 def test_decoder_attention_maps(fw, ref):
     fw.seed(0)
-    dec = fw.make("Decoder", *class_args("Decoder"))
+    dec = _make(fw, "Decoder")
     enc_out = np.random.default_rng(0).normal(size=(2, 6, D_MODEL)).astype(np.float32)
     la = ref.create_combined_mask(TGT).astype(np.float32)
     pad = ref.create_padding_mask(SRC).astype(np.float32)
@@ -92,28 +90,34 @@ def test_decoder_attention_maps(fw, ref):
         _check_rows(w, pad)
 
 
-@pytest.mark.parametrize("name", ["EncoderLayer", "DecoderLayer"])
+# layer -> the call keyword of the mask of each attention map it returns (self, then cross)
+LAYER_MAP_MASKS = {
+    "EncoderLayer": ["mask"],
+    "DecoderLayer": ["look_ahead_mask", "padding_mask"],
+}
+
+
+@pytest.mark.parametrize("name", list(LAYER_MAP_MASKS))
 def test_layer_attention_maps(fw, name):
     fw.seed(0)
-    layer = fw.make(name, *class_args(name))
+    layer = _make(fw, name)
     args, kw = example_inputs(name)
     kw_plain = {k: v for k, v in kw.items() if k != "return_attention"}
     plain = fw.call(layer, *args, **kw_plain)
     out = fw.call(layer, *args, **kw)
     assert isinstance(out, tuple)
-    assert len(out) == (2 if name == "EncoderLayer" else 3)
+    assert len(out) == 1 + len(LAYER_MAP_MASKS[name])
     np.testing.assert_allclose(out[0], plain, atol=1e-6)
-    t = args[0].shape[1]
-    assert out[1].shape == (2, NUM_HEADS, t, t)
-    _check_rows(out[1], kw.get("mask", kw.get("look_ahead_mask")))
-    if name == "DecoderLayer":
-        assert out[2].shape == (2, NUM_HEADS, t, args[1].shape[1])
-        _check_rows(out[2], kw["padding_mask"])
+    batch, t = args[0].shape[:2]
+    for weights, mask_key, keys in zip(out[1:], LAYER_MAP_MASKS[name], args):
+        # self-attention attends over the layer input x, cross-attention over enc_output
+        assert weights.shape == (batch, NUM_HEADS, t, keys.shape[1]), mask_key
+        _check_rows(weights, kw[mask_key])
 
 
 def test_return_attention_false_returns_tensor(fw):
     fw.seed(0)
-    model = fw.make("Transformer", *class_args("Transformer"))
+    model = _make(fw, "Transformer")
     out = fw.call(model, SRC, TGT, return_attention=False)
     assert isinstance(out, np.ndarray) and out.shape == (2, 5, TGT_VOCAB)
     assert max_abs_diff(out, fw.call(model, SRC, TGT)) == 0.0

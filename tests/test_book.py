@@ -130,7 +130,8 @@ MAX_EXCLUDED = 0.15
 
 
 def _excluded(cell):
-    return bool(set(_tags(cell)) & set(NBVAL_TAGS)) or bool(re.search(r"NBVAL_(IGNORE_OUTPUT|SKIP)", _source(cell)))
+    return (bool(set(_tags(cell)) & set(NBVAL_TAGS))
+            or bool(re.search(r"NBVAL_(IGNORE_OUTPUT|SKIP)", _source(cell))))
 
 
 def _sections(notebook):

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_disjoint_splits
 from num2words import num2words
 
-from conftest import assert_disjoint_splits
 from course_pkg import data as D
+from course_pkg.data import num2words_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def de_en():
 
 
 # ------------------------------------------------------------------ number corpus
-def test_french_97():
+def test_number_words_writes_97_in_french_english_and_german():
     assert D.number_words(97, "fr") == "quatre-vingt-dix-sept"
     assert D.number_words(97, "en") == "ninety-seven"
     assert D.number_words(97, "de") == "siebenundneunzig"
@@ -66,7 +67,7 @@ def test_corpus_is_deterministic_per_seed(fr_en):
     assert set(other.numbers["test"]) != set(small.numbers["test"])
 
 
-def test_corpus_size_range_and_splits():
+def test_corpus_of_every_number_up_to_max_number_with_custom_splits():
     c = D.make_number_corpus("fr", "en", max_number=99, size=None, seed=0, splits=(0.5, 0.25, 0.25))
     assert (len(c.train), len(c.valid), len(c.test)) == (50, 25, 25)
     assert sorted(sum(c.numbers.values(), [])) == list(range(100))
@@ -75,12 +76,12 @@ def test_corpus_size_range_and_splits():
 
 @pytest.mark.parametrize("lang", ["fr", "de", "en", "nl"])
 def test_fast_converter_writes_what_num2words_writes(lang):
-    convert = D._converter(lang, 10**6).to_cardinal
+    convert = num2words_cache._converter(lang, 10**6).to_cardinal
     numbers = np.random.default_rng(0).choice(10**6, 300, replace=False).tolist() + [10**6, 80, 180_080]
     assert [convert(n) for n in numbers] == [num2words(n, lang=lang) for n in numbers]
 
 
-def test_unknown_language_is_a_value_error():
+def test_unknown_language_raises_value_error_naming_valid_codes():
     with pytest.raises(ValueError, match=r"src_lang='xx'.*'fr'"):
         D.make_number_corpus("xx", "en")
     with pytest.raises(ValueError, match=r"tgt_lang='english'.*'en'"):
@@ -98,29 +99,29 @@ def test_unknown_language_is_a_value_error():
     ({"splits": (0.5, 0.1, 0.1)}, "sum to 1"),
     ({"size": 2, "splits": (0.0, 0.5, 0.5)}, "leave no training example"),
 ])
-def test_bad_corpus_arguments(kwargs, match):
+def test_bad_corpus_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         D.make_number_corpus(**kwargs)
 
 
-def test_disk_cache_is_written_atomically_and_read(tmp_path, monkeypatch):
+def test_disk_cache_is_written_atomically_read_back_and_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_PKG_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(D, "_WORDS", {})
+    monkeypatch.setattr(num2words_cache, "_WORDS", {})
     assert D.number_words(97, "fr") == "quatre-vingt-dix-sept"
     files = list(tmp_path.iterdir())
     assert len(files) == 1 and files[0].name.endswith("-fr.json")  # no temp file left
     assert json.loads(files[0].read_text(encoding="utf-8")) == {"97": "quatre-vingt-dix-sept"}
     # A fresh process reads the disk cache instead of calling num2words.
     files[0].write_text(json.dumps({"97": "from the cache"}), encoding="utf-8")
-    monkeypatch.setattr(D, "_WORDS", {})
+    monkeypatch.setattr(num2words_cache, "_WORDS", {})
     assert D.number_words(97, "fr") == "from the cache"
     # An empty COURSE_PKG_CACHE_DIR turns the disk cache off.
     monkeypatch.setenv("COURSE_PKG_CACHE_DIR", "")
-    monkeypatch.setattr(D, "_WORDS", {})
+    monkeypatch.setattr(num2words_cache, "_WORDS", {})
     assert D.number_words(97, "fr") == "quatre-vingt-dix-sept"
 
 
-def test_split_pairs():
+def test_split_pairs_shuffles_by_seed_and_keeps_every_pair():
     pairs = [(f"s{i}", f"t{i}") for i in range(10)]
     c = D.split_pairs(pairs, seed=0)
     assert (len(c.train), len(c.valid), len(c.test)) == (8, 1, 1)
@@ -132,7 +133,7 @@ def test_split_pairs():
 
 
 # ------------------------------------------------------------------------ tokenizer
-def test_german_97_round_trip():
+def test_german_compound_splits_into_morphemes_and_joins_back():
     tok = D.Tokenizer("de")
     assert tok.tokenize("siebenundneunzig") == ["sieben", "und", "neunzig"]
     assert tok.detokenize(["sieben", "und", "neunzig"]) == "siebenundneunzig"
@@ -142,7 +143,7 @@ def test_german_97_round_trip():
     assert vocab.decode(ids) == "siebenundneunzig"
 
 
-def test_german_compounds_share_morphemes(de_en):
+def test_german_corpus_needs_few_morpheme_tokens_and_round_trips(de_en):
     tok = D.Tokenizer("de")
     assert tok.tokenize(D.number_words(12397, "de")) == [
         "zwölf", "tausend", "drei", "hundert", "sieben", "und", "neunzig"]
@@ -169,7 +170,7 @@ def test_default_corpus_round_trips_exactly(fr_en, fr_en_vocabs):
     assert longest == [9, 7]  # documented in make_number_corpus
 
 
-def test_hyphens_and_commas():
+def test_hyphenated_words_stay_whole_and_commas_split_off():
     en = D.Tokenizer("en")
     assert en.tokenize("ninety-nine thousand, nine hundred") == [
         "ninety-nine", "thousand", ",", "nine", "hundred"]
@@ -186,7 +187,7 @@ def test_hyphens_and_commas():
     ("de", "eins und zwei", ["eins", D.SPACE_TOKEN, "und", D.SPACE_TOKEN, "zwei"]),
     ("en", "", []),
 ])
-def test_sentence_tokens_and_round_trip(lang, text, tokens):
+def test_sentence_tokens_and_detokenize_round_trip(lang, text, tokens):
     tok = D.Tokenizer(lang)
     assert tok.tokenize(text) == tokens
     assert tok.detokenize(tokens) == text
@@ -201,13 +202,13 @@ def test_round_trip_is_lossless_up_to_whitespace(text):
         assert tok.detokenize(tok.tokenize(text)) == " ".join(text.split())
 
 
-def test_lowercase_option():
+def test_lowercase_tokenizer_lowercases_before_splitting():
     tok = D.Tokenizer("fr", lowercase=True)
     assert tok.tokenize("Où est la Gare ?") == ["où", "est", "la", "gare", "?"]
     assert tok.detokenize(tok.tokenize("Où est la Gare ?")) == "où est la gare ?"
 
 
-def test_sample_file_round_trips():
+def test_sample_file_round_trips_with_canonical_spacing():
     pairs = D.load_tsv_pairs(D.SAMPLE_TSV)
     en, fr = D.Tokenizer("en"), D.Tokenizer("fr")
     for e, f in pairs:
@@ -218,7 +219,7 @@ def test_sample_file_round_trips():
 
 
 # -------------------------------------------------------------------------- TSV
-def test_load_tsv_sample():
+def test_load_tsv_reads_sample_columns_and_max_pairs():
     pairs = D.load_tsv_pairs(D.SAMPLE_TSV)
     assert len(pairs) == 20
     assert pairs[0] == ("Hello!", "Bonjour !")
@@ -244,7 +245,7 @@ def test_load_tsv_skips_blank_lines_and_reports_bad_ones(tmp_path):
 
 
 # ------------------------------------------------------------------------- vocab
-def test_vocab_specials_and_order():
+def test_vocab_puts_specials_first_then_tokens_by_frequency():
     vocab = D.Vocab.build(["b a b", "c b a", "d"], D.Tokenizer(), min_freq=1)
     assert vocab.itos[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
     assert (vocab.pad_id, vocab.bos_id, vocab.eos_id, vocab.unk_id) == (0, 1, 2, 3)
@@ -257,9 +258,9 @@ def test_vocab_specials_and_order():
     assert vocab.decode([]) == ""
 
 
-def test_vocab_errors():
+def test_vocab_rejects_bad_ids_tokens_and_json():
     vocab = D.Vocab.build(["a b"])
-    with pytest.raises(ValueError, match="1-D"):
+    with pytest.raises(ValueError, match="decode expects a 1-D sequence of ids"):
         vocab.decode([[4, 5]])
     with pytest.raises(ValueError, match=r"\[0, 6\)"):
         vocab.decode([4, 6])
@@ -267,7 +268,7 @@ def test_vocab_errors():
         vocab.decode([4.0])
     with pytest.raises(ValueError, match="must start with the special tokens"):
         D.Vocab(["a", "b"])
-    with pytest.raises(ValueError, match="unique"):
+    with pytest.raises(ValueError, match="tokens must be unique, repeated"):
         D.Vocab(list(D.SPECIAL_TOKENS) + ["a", "a"])
     with pytest.raises(TypeError, match="single str"):
         D.Vocab.build("a b")
@@ -275,7 +276,7 @@ def test_vocab_errors():
         D.Vocab.from_json('{"tokens": []}')
 
 
-def test_vocab_json_round_trip(tmp_path, fr_en_vocabs):
+def test_vocab_json_save_and_load_round_trip(tmp_path, fr_en_vocabs):
     src_vocab, _ = fr_en_vocabs
     path = tmp_path / "src_vocab.json"
     src_vocab.save(path)
@@ -289,20 +290,20 @@ def test_vocab_json_round_trip(tmp_path, fr_en_vocabs):
 
 
 # ---------------------------------------------------------------------- batching
-def test_pad_batch():
+def test_pad_batch_right_pads_to_longest_and_checks_ids():
     out = D.pad_batch([[5, 6, 7], [8], []])
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, [[5, 6, 7], [8, 0, 0], [0, 0, 0]])
     np.testing.assert_array_equal(D.pad_batch([[1], [2, 3]], pad_id=9), [[1, 9], [2, 3]])
     with pytest.raises(ValueError, match="sequence 1 has length 3, more than max_len=2"):
         D.pad_batch([[1], [1, 2, 3]], max_len=2)
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(ValueError, match="no sequences: the batch is empty"):
         D.pad_batch([])
-    with pytest.raises(TypeError, match="integer ids"):
+    with pytest.raises(TypeError, match="sequence 0 must hold integer ids"):
         D.pad_batch([[1.5, 2.0]])
 
 
-def test_encode_pairs_teacher_forcing(fr_en_vocabs):
+def test_encode_pairs_builds_teacher_forcing_arrays(fr_en_vocabs):
     src_vocab, tgt_vocab = fr_en_vocabs
     pairs = [("quatre-vingt-dix-sept", "ninety-seven"), ("cent mille", "one hundred thousand")]
     src, tgt_in, tgt_out = D.encode_pairs(pairs, src_vocab, tgt_vocab)
@@ -317,7 +318,7 @@ def test_encode_pairs_teacher_forcing(fr_en_vocabs):
     assert tgt_vocab.decode(tgt_out[1]) == "one hundred thousand"
 
 
-def test_encode_pairs_errors(fr_en_vocabs):
+def test_encode_pairs_rejects_empty_long_and_malformed_pairs(fr_en_vocabs):
     src_vocab, tgt_vocab = fr_en_vocabs
     with pytest.raises(ValueError, match="corpus is empty"):
         D.encode_pairs([], src_vocab, tgt_vocab)

@@ -36,7 +36,7 @@ def assert_same(got, want):
             np.testing.assert_array_equal(a, b)
 
 
-def test_type_length_dtype_and_shapes(fw, setup):
+def test_loader_type_length_dtype_and_batch_shapes(fw, setup):
     pairs, src_vocab, tgt_vocab = setup
     loader = make(fw, pairs, src_vocab, tgt_vocab, batch_size=32, shuffle=True, seed=0, max_len=10)
     if fw.name == "torch":
@@ -70,7 +70,7 @@ def test_same_batches_as_numpy_over_two_epochs(fw, setup):
     assert not np.array_equal(got[0][0][0][:, :2], got[1][0][0][:, :2])
 
 
-def test_deterministic_per_seed(fw, setup):
+def test_batches_are_deterministic_per_seed(fw, setup):
     pairs, src_vocab, tgt_vocab = setup
     a = numpy_epochs(make(fw, pairs, src_vocab, tgt_vocab, 64, True, 1), fw)[0]
     b = numpy_epochs(make(fw, pairs, src_vocab, tgt_vocab, 64, True, 1), fw)[0]
@@ -79,7 +79,7 @@ def test_deterministic_per_seed(fw, setup):
     assert not np.array_equal(a[0][0][:, :2], c[0][0][:, :2])
 
 
-def test_unshuffled_arrays_keep_order(fw, setup):
+def test_unshuffled_arrays_keep_their_order(fw, setup):
     pairs, src_vocab, tgt_vocab = setup
     arrays = D.encode_pairs(pairs[:10], src_vocab, tgt_vocab)
     batches = numpy_epochs(make(fw, arrays, batch_size=4), fw)[0]
@@ -90,7 +90,7 @@ def test_unshuffled_arrays_keep_order(fw, setup):
     assert src_vocab.decode(src[1]) == pairs[1][0]
 
 
-def test_errors(fw, setup):
+def test_empty_too_long_or_unencodable_input_raises_value_error(fw, setup):
     pairs, src_vocab, tgt_vocab = setup
     with pytest.raises(ValueError, match="corpus is empty"):
         make(fw, [], src_vocab, tgt_vocab)

@@ -3,9 +3,9 @@
 from collections import Counter
 
 import pytest
+from helpers import assert_disjoint_splits
 from num2words import num2words
 
-from conftest import assert_disjoint_splits
 from course_pkg import data as D
 
 
@@ -27,7 +27,7 @@ def test_pairs_are_the_lists_in_words(lists):
     assert min(everything) >= 0 and max(everything) <= 99
 
 
-def test_deterministic_per_seed():
+def test_list_corpus_is_deterministic_per_seed():
     a = D.make_number_list_corpus(size=1500, seed=0)
     b = D.make_number_list_corpus(size=1500, seed=0)
     c = D.make_number_list_corpus(size=1500, seed=1)
@@ -52,7 +52,7 @@ def test_lengths_are_spread_from_short_to_long(lists):
         assert min(lengths) <= 2 and max(lengths) == 12
 
 
-def test_tokenizer_round_trip(lists):
+def test_tokenizer_round_trips_lists_with_one_separator_token(lists):
     src_tok, tgt_tok = D.Tokenizer("fr"), D.Tokenizer("en")
     for src, tgt in lists.train[:500] + lists.test:
         src_tokens, tgt_tokens = src_tok.tokenize(src), tgt_tok.tokenize(tgt)
@@ -76,7 +76,7 @@ def test_vocab_encodes_and_decodes_back(lists):
         assert tgt_vocab.decode(tgt_out[row]) == t
 
 
-def test_options():
+def test_languages_separator_item_counts_and_tiny_ranges():
     small = D.make_number_list_corpus("de", "en", max_number=9, min_items=3, max_items=5,
                                       size=300, seed=2, separator=";")
     assert {len(items) for split in small.numbers.values() for items in split} == {3, 4, 5}
@@ -90,19 +90,19 @@ def test_options():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"src_lang": "xx"}, "src_lang"),
-    ({"tgt_lang": 3}, "tgt_lang"),
-    ({"max_number": -1}, "max_number"),
-    ({"min_items": 0}, "min_items"),
-    ({"max_items": 2.5}, "max_items"),
+    ({"src_lang": "xx"}, r"src_lang='xx' is not a language num2words supports"),
+    ({"tgt_lang": 3}, "tgt_lang=3 is not a language num2words supports"),
+    ({"max_number": -1}, "max_number must be an int >= 0, got -1"),
+    ({"min_items": 0}, "min_items must be an int >= 1, got 0"),
+    ({"max_items": 2.5}, r"max_items must be an int >= 1, got 2\.5"),
     ({"min_items": 4, "max_items": 3}, "min_items=4 is more than max_items=3"),
-    ({"size": 0}, "size"),
-    ({"size": 13, "max_number": 2, "max_items": 2}, "only 12"),
-    ({"splits": (0.5, 0.5)}, "splits"),
-    ({"separator": "et"}, "separator"),
-    ({"separator": " "}, "separator"),
-    ({"separator": ",,"}, "separator"),
+    ({"size": 0}, "size must be an int >= 1, got 0"),
+    ({"size": 13, "max_number": 2, "max_items": 2}, "size=13 distinct lists cannot be drawn.* only 12"),
+    ({"splits": (0.5, 0.5)}, "splits must be three fractions"),
+    ({"separator": "et"}, "separator must be one punctuation mark .*, got 'et'"),
+    ({"separator": " "}, "separator must be one punctuation mark .*, got ' '"),
+    ({"separator": ",,"}, "separator must be one punctuation mark .*, got ',,'"),
 ])
-def test_errors(kwargs, match):
+def test_bad_list_corpus_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         D.make_number_list_corpus(**{"size": 100, **kwargs})

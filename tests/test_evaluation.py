@@ -16,7 +16,7 @@ REFERENCES = ["thirty-two", "one thousand and six", "eleven", "nine hundred and 
 SOURCES = ["trente-deux", "mille six", "onze", "neuf cent un"]
 
 
-def test_exact_match():
+def test_exact_match_compares_whole_strings():
     assert exact_match(PREDICTIONS, REFERENCES) == 0.5
     assert exact_match(REFERENCES, REFERENCES) == 1.0
     assert exact_match(["a b"], ["a  b"]) == 0.0  # character for character
@@ -29,7 +29,7 @@ def test_lengths_must_match():
         exact_match(PREDICTIONS, REFERENCES[:3])
     with pytest.raises(ValueError, match="sources=2"):
         accuracy_by_length(PREDICTIONS, REFERENCES, SOURCES[:2])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="predictions=1, references=4"):
         corpus_bleu(PREDICTIONS[:1], REFERENCES)
 
 
@@ -49,7 +49,7 @@ def test_corpus_bleu_matches_sacrebleu():
     assert corpus_bleu(["completely different words here"], ["the cat sat on the mat"]) == pytest.approx(0.0)
 
 
-def test_accuracy_by_length():
+def test_accuracy_by_length_groups_by_source_token_count():
     result = accuracy_by_length(PREDICTIONS, REFERENCES, SOURCES)
     assert result == {1: (2, 0.5), 2: (1, 1.0), 3: (1, 0.0)}
     assert list(result) == sorted(result)
@@ -59,7 +59,8 @@ def test_accuracy_by_length():
 
 
 def test_accuracy_by_length_with_the_course_tokenizer():
-    data = pytest.importorskip("course_pkg.data")
+    from course_pkg import data  # part of the package: a failing import fails the test, never skips it
+
     tokenize = data.Tokenizer("fr").tokenize
     result = accuracy_by_length(PREDICTIONS, REFERENCES, SOURCES, tokenizer=tokenize)
     assert sum(count for count, _ in result.values()) == len(SOURCES)

@@ -19,10 +19,20 @@ import numpy as np
 import pytest
 
 from course_pkg import exercises
+from course_pkg import reference as ref
 from course_pkg.exercises import catalog
 from course_pkg.exercises.__main__ import main as cli
-from course_pkg.exercises.notebooks import (BEGIN, END, ExerciseError, exercise_of, find_chapters,
-                                            make_edition, read_notebook, solution_lines, source_text)
+from course_pkg.exercises.notebooks import (
+    BEGIN,
+    END,
+    ExerciseError,
+    exercise_of,
+    find_chapters,
+    make_edition,
+    read_notebook,
+    solution_lines,
+    source_text,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -85,7 +95,8 @@ def test_book_cells_match_the_catalog(path):
         elif role == "check":
             assert source_text(cell) == exercise.check_source()
             text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
-            assert text == f"Exercise {ex_id} ({exercise.title}): correct, {exercise.points}/{exercise.points} points\n"
+            assert text == (f"Exercise {ex_id} ({exercise.title}): correct, "
+                            f"{exercise.points}/{exercise.points} points\n")
         else:
             assert BEGIN in source_text(cell) and END in source_text(cell)
             assert "hide-input" in cell["metadata"]["tags"]
@@ -134,7 +145,8 @@ def test_check_rejects_wrong_answers(ex_id):
 def test_check_messages_say_what_differs():
     params = exercises.get("3.2").params(0)
     size = params["size"]
-    with pytest.raises(AssertionError, match=rf"has shape \({size}, {size + 1}\), expected \({size}, {size}\)"):
+    with pytest.raises(AssertionError,
+                       match=rf"has shape \({size}, {size + 1}\), expected \({size}, {size}\)"):
         _quiet_check("3.2", lambda size: np.zeros((size, size + 1)), params)
     with pytest.raises(AssertionError, match=r"values differ from the reference; first at index \(0, 1\): "
                                              r"got 0\.0, expected 1\.0"):
@@ -157,38 +169,39 @@ def test_check_accepts_framework_tensors(fw, ex_id):
 
 
 def test_parameter_counts_match_the_course_layers(fw):
-    """The catalog's formulas count the parameters of the course's own layers (and GRU's)."""
+    """The reference's formulas (the exercises' answers) count the parameters of the course's own
+    layers (and GRU's)."""
     def count(layer):
         if fw.name == "torch":
             return sum(p.numel() for p in layer.parameters())
         return sum(int(np.prod(w.shape)) for w in layer.trainable_weights)
 
     for d_model, dff in ((16, 24), (32, 128)):
-        assert count(fw.make("EncoderLayer", d_model, 4, dff)) == catalog.encoder_layer_parameters(d_model, dff)
-        assert count(fw.make("DecoderLayer", d_model, 4, dff)) == catalog.decoder_layer_parameters(d_model, dff)
+        assert count(fw.make("EncoderLayer", d_model, 4, dff)) == ref.encoder_layer_parameters(d_model, dff)
+        assert count(fw.make("DecoderLayer", d_model, 4, dff)) == ref.decoder_layer_parameters(d_model, dff)
     if fw.name == "torch":
         gru = fw.torch.nn.GRU(12, 20)
     else:
         gru = fw.keras.layers.GRU(20)
         gru.build((None, None, 12))
-    assert count(gru) == catalog.gru_parameters(12, 20)
+    assert count(gru) == ref.gru_parameters(12, 20)
 
 
-def test_training_formulas_match_the_course(fw):
+def test_training_answers_match_the_course(fw):
+    """The answers of exercises 6.1 to 6.3 (course_pkg.reference) are what the course computes."""
     schedule = fw.cp.NoamSchedule(128, warmup_steps=400)
     for step in (1, 200, 400, 1000):
-        got = float(schedule(step)) if fw.name == "tensorflow" else float(schedule(step))
-        assert got == pytest.approx(catalog.noam_lr(step, 128, 400), rel=1e-6)
+        assert float(schedule(step)) == pytest.approx(ref.noam_learning_rate(step, 128, 400), rel=1e-6)
     params = exercises.get("6.2").params(SEED)
     labels, logits = np.asarray(params["labels"]), np.asarray(params["logits"])
     loss = fw.to_numpy(fw.cp.masked_loss(fw.tensor(labels), fw.tensor(logits)))
-    assert float(loss) == pytest.approx(catalog.masked_loss(labels, logits), rel=1e-5)
+    assert float(loss) == pytest.approx(exercises.get("6.2").expected(labels, logits), rel=1e-5)
     smoothed = fw.to_numpy(fw.cp.masked_loss(fw.tensor(labels), fw.tensor(logits), label_smoothing=0.2))
-    targets = catalog.smoothed_targets(labels, logits.shape[-1], 0.2)  # (batch, seq, vocab)
-    log_probs = catalog._log_softmax(logits)
+    targets = exercises.get("6.3").expected(labels, logits.shape[-1], 0.2)  # (batch, seq, vocab)
     keep = labels != 0
-    expected = -((targets * log_probs).sum(-1) * keep).sum() / keep.sum()
+    expected = -((targets * ref.log_softmax(logits)).sum(-1) * keep).sum() / keep.sum()
     assert float(smoothed) == pytest.approx(expected, rel=1e-5)
+    assert float(smoothed) == pytest.approx(ref.masked_loss(labels, logits, 0, 0.2), rel=1e-5)
 
 
 def test_parameters_depend_on_the_seed_only():
@@ -402,7 +415,8 @@ def test_student_site_has_no_solution_text(tmp_path):
         outside = "\n".join(source_text(c) for c in source["cells"] if exercise_of(c)[1] != "solution")
         secret |= {line for line in solution_lines(source) if line not in outside and len(line) > 12}
     assert len(secret) > 40
-    files = [p for p in site.rglob("*") if p.is_file() and p.suffix in {".html", ".ipynb", ".js", ".txt", ".md"}]
+    files = [p for p in site.rglob("*")
+             if p.is_file() and p.suffix in {".html", ".ipynb", ".js", ".txt", ".md"}]
     assert any(p.suffix == ".ipynb" for p in files)  # _sources: the student notebooks
     for path in files:
         text = _readable(path)

@@ -15,6 +15,8 @@ CASES = [
     ("course_pkg.interop", ["torch", "tensorflow", "keras"]),
     ("course_pkg._decoding", ["torch", "tensorflow", "keras"]),
     ("course_pkg._training", ["torch", "tensorflow", "keras"]),
+    ("course_pkg._checks", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg.data", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.grading", ["torch", "tensorflow", "keras"]),

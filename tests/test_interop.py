@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from conftest import (
+from helpers import (
     CLASS_NAMES,
     D_MODEL,
     DFF,
@@ -75,7 +74,7 @@ def test_canonical_names(fw, interop, name):
         assert isinstance(v, np.ndarray)
 
 
-def test_keras_layouts(fw, interop):
+def test_canonical_weights_use_keras_in_out_layouts(fw, interop):
     ff = interop.get_weights(fw.make("FeedForward", D_MODEL, DFF))
     assert ff["w1.kernel"].shape == (D_MODEL, DFF)
     assert ff["w1.bias"].shape == (DFF,)
@@ -102,7 +101,7 @@ def test_dense_kernel_is_in_out(fw, interop):
 
 @pytest.mark.parametrize("direction", ["tf_to_torch", "torch_to_tf"])
 @pytest.mark.parametrize("name", CLASS_NAMES)
-def test_copy_weights(tf_fw, torch_fw, interop, name, direction, record_error):
+def test_copy_weights_reproduces_the_outputs(tf_fw, torch_fw, interop, name, direction, record_error):
     src_fw, dst_fw = (tf_fw, torch_fw) if direction == "tf_to_torch" else (torch_fw, tf_fw)
     src_fw.seed(1)
     src = src_fw.make(name, *class_args(name))
@@ -136,17 +135,19 @@ def test_get_set_weights_round_trip(fw, interop):
 def test_copy_weights_mismatched_shapes(tf_fw, torch_fw, interop):
     src = tf_fw.make("MultiHeadAttention", 16, 2)
     dst = torch_fw.make("MultiHeadAttention", 8, 2)
-    with pytest.raises(ValueError):
+    same_args = r"copy_weights needs the same constructor arguments; differ \(src, dst\): "
+    with pytest.raises(ValueError, match=same_args + r"\{'d_model': \(16, 8\)\}"):
         interop.copy_weights(src, dst)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=same_args + r"\{'d_model': \(8, 16\)\}"):
         interop.copy_weights(dst, src)
 
 
 def test_copy_weights_mismatched_classes(tf_fw, torch_fw, interop):
-    with pytest.raises(ValueError):
+    same_class = "copy_weights needs two instances of the same class, got "
+    with pytest.raises(ValueError, match=same_class + "EncoderLayer and DecoderLayer"):
         interop.copy_weights(tf_fw.make("EncoderLayer", D_MODEL, 2, DFF),
                              torch_fw.make("DecoderLayer", D_MODEL, 2, DFF))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=same_class + "FeedForward and MultiHeadAttention"):
         interop.copy_weights(torch_fw.make("FeedForward", D_MODEL, DFF),
                              tf_fw.make("MultiHeadAttention", D_MODEL, 2))
 
@@ -154,7 +155,7 @@ def test_copy_weights_mismatched_classes(tf_fw, torch_fw, interop):
 def test_copy_weights_mismatched_vocab(tf_fw, torch_fw, interop):
     a = tf_fw.make("Transformer", *class_args("Transformer"))
     b = torch_fw.make("Transformer", NUM_LAYERS, D_MODEL, 2, DFF, SRC_VOCAB + 1, TGT_VOCAB, 12)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"\{{'input_vocab_size': \({SRC_VOCAB}, {SRC_VOCAB + 1}\)\}}"):
         interop.copy_weights(a, b)
 
 
@@ -162,19 +163,18 @@ def test_set_weights_wrong_shape(fw, interop):
     m = fw.make("MultiHeadAttention", D_MODEL, 2)
     w = interop.get_weights(m)
     w["wq.bias"] = np.zeros((D_MODEL + 1,), np.float32)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"wq\.bias: expected shape \({D_MODEL},\), got \({D_MODEL + 1},\)"):
         interop.set_weights(m, w)
 
 
 def test_copy_weights_allows_different_dropout(tf_fw, torch_fw, interop):
     """No weight depends on dropout: a training model copies into an inference one."""
-    from conftest import class_args
-
     args = class_args("EncoderLayer")
     src = tf_fw.make("EncoderLayer", *args[:3], dropout=0.1)
     dst = torch_fw.make("EncoderLayer", *args[:3], dropout=0.0)
     interop.copy_weights(src, dst)
     x = np.random.default_rng(0).normal(size=(2, 3, args[0])).astype(np.float32)
     np.testing.assert_allclose(torch_fw.call(dst, x), tf_fw.call(src, x), atol=1e-5)
-    with pytest.raises(ValueError, match="num_heads"):
+    # dropout is not compared (it differs here too); the head count is
+    with pytest.raises(ValueError, match=rf"\): \{{'num_heads': \({args[1]}, {args[1] * 2}\)\}}$"):
         interop.copy_weights(src, torch_fw.make("EncoderLayer", args[0], args[1] * 2, args[2]))

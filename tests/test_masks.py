@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 
-def test_padding_mask_seed_example(fw):
+def test_padding_mask_blocks_pad_positions(fw):
     m = fw.cp.create_padding_mask(fw.tensor(np.array([[1, 21, 777, 0, 0]])))
     a = fw.to_numpy(m)
     assert a.dtype == np.float32
@@ -19,14 +19,14 @@ def test_padding_mask_custom_pad_id(fw):
 
 
 @pytest.mark.parametrize("size", [1, 2, 5])
-def test_look_ahead_mask(fw, size):
+def test_look_ahead_mask_blocks_future_positions(fw, size):
     a = fw.to_numpy(fw.cp.create_look_ahead_mask(size))
     assert a.dtype == np.float32
     assert a.shape == (size, size)
     np.testing.assert_array_equal(a, np.triu(np.ones((size, size)), k=1))
 
 
-def test_combined_mask_seed_example(fw):
+def test_combined_mask_blocks_future_and_pad_positions(fw):
     a = fw.to_numpy(fw.cp.create_combined_mask(fw.tensor(np.array([[1, 2, 0, 4, 5]]))))
     assert a.dtype == np.float32
     assert a.shape == (1, 1, 5, 5)
@@ -38,7 +38,7 @@ def test_combined_mask_seed_example(fw):
     np.testing.assert_array_equal(a[0, 0], expected)
 
 
-def test_six_token_seed_example(fw):
+def test_combined_mask_is_the_union_of_look_ahead_and_padding(fw):
     toks = fw.tensor(np.array([[1, 2, 0, 4, 5, 0]]))
     pad = fw.to_numpy(fw.cp.create_padding_mask(toks))
     np.testing.assert_array_equal(pad, np.array([0, 0, 1, 0, 0, 1], np.float32).reshape(1, 1, 1, 6))
@@ -66,7 +66,7 @@ def test_masks_match_reference(fw, ref):
                                   ref.create_look_ahead_mask(4))
 
 
-def test_reference_seed_examples(ref):
+def test_reference_masks_match_the_worked_examples(ref):
     np.testing.assert_array_equal(ref.create_padding_mask(np.array([[1, 21, 777, 0, 0]])),
                                   [[[[0, 0, 0, 1, 1]]]])
     np.testing.assert_array_equal(ref.create_combined_mask(np.array([[1, 2, 0, 4, 5]]))[0, 0],
@@ -84,7 +84,7 @@ MASKS = {
 
 
 @pytest.mark.parametrize("kind", sorted(MASKS))
-def test_to_attend_and_blocked(fw, kind):
+def test_to_attend_and_to_blocked_give_bool_polarities(fw, kind):
     m = MASKS[kind]
     attend = fw.to_numpy(fw.cp.to_attend_mask(fw.tensor(m)))
     blocked = fw.to_numpy(fw.cp.to_blocked_mask(fw.tensor(m)))
@@ -105,7 +105,7 @@ def test_converters_round_trip(fw, kind):
         np.testing.assert_array_equal(back, m)
 
 
-def test_from_bool_masks(fw):
+def test_from_bool_masks_give_course_float_masks(fw):
     b = np.array([[True, False, True]])
     np.testing.assert_array_equal(fw.to_numpy(fw.cp.from_attend_mask(fw.tensor(b))), [[0, 1, 0]])
     np.testing.assert_array_equal(fw.to_numpy(fw.cp.from_blocked_mask(fw.tensor(b))), [[1, 0, 1]])
@@ -134,7 +134,7 @@ def test_blocked_mask_polarity_torch_mha(fw):
     blocked = fw.to_numpy(fw.cp.to_blocked_mask(fw.cp.create_look_ahead_mask(t)))
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(d, 2, batch_first=True).eval()
-    x = torch.randn(2, t, d)
+    x = torch.randn(3, t, d)  # batch 3 != 2 heads
     with torch.no_grad():
         a, wa = mha(x, x, x, attn_mask=torch.from_numpy(blocked))
         b, wb = mha(x, x, x, attn_mask=torch.nn.Transformer.generate_square_subsequent_mask(t))
@@ -164,8 +164,8 @@ def test_attend_mask_polarity_keras_mha(fw):
     t, d = 5, 8
     attend = fw.to_numpy(fw.cp.to_attend_mask(fw.cp.create_look_ahead_mask(t)))
     mha = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
-    x = np.random.default_rng(0).normal(size=(2, t, d)).astype(np.float32)
-    a, wa = mha(x, x, attention_mask=np.broadcast_to(attend, (2, t, t)),
+    x = np.random.default_rng(0).normal(size=(3, t, d)).astype(np.float32)  # batch 3 != 2 heads
+    a, wa = mha(x, x, attention_mask=np.broadcast_to(attend, (3, t, t)),
                 return_attention_scores=True)
     b, wb = mha(x, x, use_causal_mask=True, return_attention_scores=True)
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)

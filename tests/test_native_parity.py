@@ -6,12 +6,13 @@ Weights are ported by hand here (from the canonical Keras-layout dict of
 
 import numpy as np
 import pytest
-
-from conftest import D_MODEL, DFF, NUM_HEADS, PARITY_ATOL, random_params
+from helpers import D_MODEL, DFF, NUM_HEADS, PARITY_ATOL, random_params
 
 DEPTH = D_MODEL // NUM_HEADS
-SRC = np.array([[5, 9, 3, 7, 0, 0], [4, 12, 1, 0, 8, 2]])
-TGT = np.array([[1, 6, 8, 3, 0], [2, 5, 7, 11, 4]])
+# batch 3 != NUM_HEADS: the (batch * heads, ...) masks torch wants are laid out batch-major
+SRC = np.array([[5, 9, 3, 7, 0, 0], [4, 12, 1, 0, 8, 2], [6, 2, 0, 0, 0, 0]])
+TGT = np.array([[1, 6, 8, 3, 0], [2, 5, 7, 11, 4], [3, 0, 9, 0, 0]])
+BATCH = len(SRC)
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_mha_vs_torch_multihead_attention(fw, interop, mask_kind, record_error):
     layer, p = _setup(fw, interop, "MultiHeadAttention", D_MODEL, NUM_HEADS)
     rng = np.random.default_rng(1)
     t = TGT.shape[1]
-    x = rng.normal(size=(2, t, D_MODEL)).astype(np.float32)
+    x = rng.normal(size=(BATCH, t, D_MODEL)).astype(np.float32)
     mask = None
     if mask_kind == "padding":
         mask = fw.cp.create_padding_mask(fw.tensor(TGT))
@@ -102,11 +103,11 @@ def test_mha_cross_attention_vs_torch_key_padding(fw, interop, record_error):
 
     layer, p = _setup(fw, interop, "MultiHeadAttention", D_MODEL, NUM_HEADS, seed=2)
     rng = np.random.default_rng(2)
-    q = rng.normal(size=(2, TGT.shape[1], D_MODEL)).astype(np.float32)
-    kv = rng.normal(size=(2, SRC.shape[1], D_MODEL)).astype(np.float32)
+    q = rng.normal(size=(BATCH, TGT.shape[1], D_MODEL)).astype(np.float32)
+    kv = rng.normal(size=(BATCH, SRC.shape[1], D_MODEL)).astype(np.float32)
     mask = fw.cp.create_padding_mask(fw.tensor(SRC))
     out, w = fw.call(layer, q, kv, kv, mask=mask)
-    kpm = fw.to_numpy(fw.cp.to_blocked_mask(mask)).reshape(2, -1)
+    kpm = fw.to_numpy(fw.cp.to_blocked_mask(mask)).reshape(BATCH, -1)
     native = torch.nn.MultiheadAttention(D_MODEL, NUM_HEADS, batch_first=True).eval()
     _port_torch_mha(native, p)
     with torch.no_grad():
@@ -124,8 +125,8 @@ def test_mha_vs_keras_multi_head_attention(fw, interop, mask_kind, record_error)
     layer, p = _setup(fw, interop, "MultiHeadAttention", D_MODEL, NUM_HEADS, seed=3)
     rng = np.random.default_rng(3)
     t = TGT.shape[1]
-    q = rng.normal(size=(2, t, D_MODEL)).astype(np.float32)
-    kv = q if mask_kind == "combined" else rng.normal(size=(2, t, D_MODEL)).astype(np.float32)
+    q = rng.normal(size=(BATCH, t, D_MODEL)).astype(np.float32)
+    kv = q if mask_kind == "combined" else rng.normal(size=(BATCH, t, D_MODEL)).astype(np.float32)
     mask = None
     if mask_kind == "padding":
         mask = fw.cp.create_padding_mask(fw.tensor(TGT))
@@ -144,7 +145,7 @@ def test_mha_vs_keras_multi_head_attention(fw, interop, mask_kind, record_error)
     attention_mask = None
     if mask is not None:
         attend = fw.to_numpy(fw.cp.to_attend_mask(mask))[:, 0]
-        attention_mask = np.broadcast_to(attend, (2, t, t))
+        attention_mask = np.broadcast_to(attend, (BATCH, t, t))
     n_out, n_w = native(q, kv, kv, attention_mask=attention_mask, return_attention_scores=True)
     err = record_error(f"MHA[{mask_kind}] {fw.name} vs keras.layers.MultiHeadAttention",
                        max(np.abs(out - np.asarray(n_out)).max(), np.abs(w - np.asarray(n_w)).max()))
@@ -158,7 +159,7 @@ def test_encoder_layer_vs_torch(fw, interop, mask_kind, no_torch_fastpath, recor
     layer, p = _setup(fw, interop, "EncoderLayer", D_MODEL, NUM_HEADS, DFF, seed=4)
     toks = SRC if mask_kind == "key_padding" else TGT
     t = toks.shape[1]
-    x = np.random.default_rng(4).normal(size=(2, t, D_MODEL)).astype(np.float32)
+    x = np.random.default_rng(4).normal(size=(BATCH, t, D_MODEL)).astype(np.float32)
     if mask_kind == "key_padding":
         mask = fw.cp.create_padding_mask(fw.tensor(toks))
     else:
@@ -175,7 +176,7 @@ def test_encoder_layer_vs_torch(fw, interop, mask_kind, no_torch_fastpath, recor
     _port_torch_norm(native.norm2, p, "norm2")
     with torch.no_grad():
         if mask_kind == "key_padding":
-            kpm = fw.to_numpy(fw.cp.to_blocked_mask(mask)).reshape(2, t)
+            kpm = fw.to_numpy(fw.cp.to_blocked_mask(mask)).reshape(BATCH, t)
             n_out = native(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(kpm))
         else:
             n_out = native(torch.from_numpy(x),
@@ -191,8 +192,8 @@ def test_decoder_layer_vs_torch(fw, interop, no_torch_fastpath, record_error):
     layer, p = _setup(fw, interop, "DecoderLayer", D_MODEL, NUM_HEADS, DFF, seed=5)
     rng = np.random.default_rng(5)
     t, s = TGT.shape[1], SRC.shape[1]
-    x = rng.normal(size=(2, t, D_MODEL)).astype(np.float32)
-    enc = rng.normal(size=(2, s, D_MODEL)).astype(np.float32)
+    x = rng.normal(size=(BATCH, t, D_MODEL)).astype(np.float32)
+    enc = rng.normal(size=(BATCH, s, D_MODEL)).astype(np.float32)
     la = fw.cp.create_combined_mask(fw.tensor(TGT))
     pad = fw.cp.create_padding_mask(fw.tensor(SRC))
     out = fw.call(layer, x, enc, look_ahead_mask=la, padding_mask=pad)
@@ -206,7 +207,7 @@ def test_decoder_layer_vs_torch(fw, interop, no_torch_fastpath, record_error):
     _port_torch_linear(native.linear2, p, "ffn.w2")
     for n in ("norm1", "norm2", "norm3"):
         _port_torch_norm(getattr(native, n), p, n)
-    mkpm = fw.to_numpy(fw.cp.to_blocked_mask(pad)).reshape(2, s)
+    mkpm = fw.to_numpy(fw.cp.to_blocked_mask(pad)).reshape(BATCH, s)
     with torch.no_grad():
         n_out = native(torch.from_numpy(x), torch.from_numpy(enc),
                        tgt_mask=torch.from_numpy(_torch_attn_mask(fw, la, t, t)),

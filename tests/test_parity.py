@@ -7,8 +7,7 @@ All comparisons in float32 with max abs err <= 1e-5.
 
 import numpy as np
 import pytest
-
-from conftest import (
+from helpers import (
     CLASS_NAMES,
     D_MODEL,
     PARITY_ATOL,
@@ -51,9 +50,11 @@ def test_class_three_way_parity(name, tf_fw, torch_fw, interop, record_error):
 
 def test_sdpa_three_way_parity(tf_fw, torch_fw, ref, record_error):
     rng = np.random.default_rng(0)
-    q = rng.normal(size=(2, 2, 5, 8)).astype(np.float32) * 2
-    k = rng.normal(size=(2, 2, 6, 8)).astype(np.float32) * 2
-    v = rng.normal(size=(2, 2, 6, 3)).astype(np.float32)
+    # batch 2, heads 3, q_len 5, k_len 6, value width 7, depth 8: the (batch, 1, 1, k_len) mask
+    # broadcasts over heads, and a mask applied along the wrong axis changes the numbers
+    q = rng.normal(size=(2, 3, 5, 8)).astype(np.float32) * 2
+    k = rng.normal(size=(2, 3, 6, 8)).astype(np.float32) * 2
+    v = rng.normal(size=(2, 3, 6, 7)).astype(np.float32)
     mask = ref.create_padding_mask(np.array([[1, 2, 0, 3, 4, 0], [5, 5, 5, 5, 5, 5]])).astype(np.float32)
     expected = ref.scaled_dot_product_attention(q.astype(np.float64), k.astype(np.float64),
                                                 v.astype(np.float64), mask.astype(np.float64))
@@ -68,7 +69,7 @@ def test_sdpa_three_way_parity(tf_fw, torch_fw, ref, record_error):
 
 
 def test_sdpa_fully_masked_reference(ref):
-    q = np.ones((1, 2, 3)); k = np.ones((1, 4, 3)); v = np.ones((1, 4, 2))
+    q = np.ones((1, 2, 3)); k = np.ones((1, 4, 3)); v = np.ones((1, 4, 5))  # q_len 2 != width 5
     mask = np.zeros((1, 2, 4)); mask[0, 0] = 1
     out, w = ref.scaled_dot_product_attention(q, k, v, mask)
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(w))
@@ -95,7 +96,7 @@ def test_positional_encoding_formula(fw, ref, length, d_model, record_error):
     np.testing.assert_allclose(r, expected, atol=1e-6)
 
 
-def test_positional_encoding_seed_values(fw):
+def test_positional_encoding_first_rows_are_sines_and_cosines(fw):
     pe = fw.to_numpy(fw.cp.positional_encoding(3, 4))
     np.testing.assert_allclose(pe[0], [0, 1, 0, 1], atol=1e-7)
     np.testing.assert_allclose(pe[1], [np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)], atol=1e-6)
@@ -135,14 +136,14 @@ def test_reference_encoder_layer_is_post_ln(ref, tf_fw, interop):
     """Cross-check the oracle itself against the spec formula built from its pieces."""
     layer = tf_fw.make("EncoderLayer", D_MODEL, 2, 24)
     p = {k: v.astype(np.float64) for k, v in random_params(layer, seed=5).items()}
-    x = np.random.default_rng(1).normal(size=(2, 4, D_MODEL))
+    x = np.random.default_rng(1).normal(size=(3, 4, D_MODEL))  # batch 3 != 2 heads
     sub = lambda prefix: {k[len(prefix) + 1:]: v for k, v in p.items() if k.startswith(prefix + ".")}
     a, _ = ref.multi_head_attention(sub("self_attn"), x, x, x, 2)
     h = ref.layer_norm(sub("norm1"), x + a)
     expected = ref.layer_norm(sub("norm2"), h + ref.feed_forward(sub("ffn"), h))
     got, attn = ref.encoder_layer(p, x, 2)
     np.testing.assert_allclose(got, expected, atol=1e-10)
-    assert attn.shape == (2, 2, 4, 4)
+    assert attn.shape == (3, 2, 4, 4)
 
 
 def test_reference_accepts_float32(tf_fw, ref, record_error):

@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
-
-from conftest import D_MODEL, NUM_HEADS, TGT_VOCAB, class_args, flatten
+from helpers import D_MODEL, NUM_HEADS, TGT_VOCAB, class_args, flatten, random_params
 
 DTYPES = ["float16", "bfloat16", "mixed_float16"]  # mixed is TF-only (skipped for torch)
 
-SRC = np.array([[5, 9, 3, 0, 0], [0, 0, 0, 0, 0]])        # row 1: fully padded source
-TGT = np.array([[1, 6, 8, 0], [0, 0, 0, 0]])              # row 1: fully padded target
+# batch 3 (!= NUM_HEADS, NUM_LAYERS), source length 5, target length 4
+SRC = np.array([[5, 9, 3, 0, 0], [0, 0, 0, 0, 0], [4, 7, 0, 0, 0]])  # row 1: fully padded source
+TGT = np.array([[1, 6, 8, 0], [0, 0, 0, 0], [2, 5, 0, 0]])           # row 1: fully padded target
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -16,7 +16,7 @@ def test_transformer_half_precision_no_nan(fw, dtype):
     fw.seed(0)
     model = fw.make("Transformer", *class_args("Transformer"), dtype=dtype)
     logits, attn = fw.call(model, SRC, TGT, return_attention=True)
-    assert logits.shape == (2, 4, TGT_VOCAB)
+    assert logits.shape == (3, 4, TGT_VOCAB)
     for a in flatten((logits, attn)):
         assert np.all(np.isfinite(a.astype(np.float32))), f"non-finite values in {dtype}"
     # fully masked rows produce all-zero attention, never NaN
@@ -32,8 +32,6 @@ def test_transformer_half_precision_no_nan(fw, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_transformer_half_precision_close_to_float32(fw, interop, dtype):
     """Half-precision model with the same weights stays near the float32 one."""
-    from conftest import random_params
-
     fw.seed(0)
     m32 = fw.make("Transformer", *class_args("Transformer"))
     params = random_params(m32, seed=11, scale=0.1)
@@ -55,11 +53,12 @@ def test_transformer_half_precision_close_to_float32(fw, interop, dtype):
 def test_mha_half_precision_fully_masked(fw, dtype):
     fw.seed(0)
     mha = fw.make("MultiHeadAttention", D_MODEL, NUM_HEADS, dtype=dtype)
-    x = np.random.default_rng(0).normal(size=(2, 3, D_MODEL)).astype(np.float32)
-    mask = np.zeros((2, 1, 1, 3), np.float32)
+    x = np.random.default_rng(0).normal(size=(3, 4, D_MODEL)).astype(np.float32)  # batch 3 != heads
+    mask = np.zeros((3, 1, 1, 4), np.float32)
     mask[1] = 1.0
     out, w = fw.call(mha, fw.tensor(x, dtype), fw.tensor(x, dtype), fw.tensor(x, dtype),
                      mask=mask)
+    assert w.shape == (3, NUM_HEADS, 4, 4)
     assert np.all(np.isfinite(out.astype(np.float32)))
     np.testing.assert_array_equal(w[1].astype(np.float32), 0.0)
     np.testing.assert_allclose(w[0].astype(np.float32).sum(-1), 1.0, atol=2e-2)

@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from conftest import (
+from helpers import (
     D_MODEL,
     MAX_LEN,
     SRC_VOCAB,
@@ -70,7 +69,7 @@ def test_transformer_logits_ignore_src_pad_content_in_batch(fw, interop):
     np.testing.assert_allclose(batch[1], alone1[0], atol=ATOL)
 
 
-def test_transformer_uses_source(fw, interop):
+def test_transformer_logits_depend_on_the_source(fw, interop):
     model = _model(fw, interop, "Transformer", seed=4)
     tgt = np.array([[1, 6, 8]])
     a = fw.call(model, np.array([[5, 9, 3, 7]]), tgt)
@@ -86,7 +85,8 @@ def test_transformer_is_causal(fw, interop, t):
     base = fw.call(model, src, tgt)
     changed = tgt.copy()
     changed[:, t + 1:] = np.random.default_rng(t).integers(1, TGT_VOCAB, size=changed[:, t + 1:].shape)
-    changed[:, t + 1:] = np.where(changed[:, t + 1:] == tgt[:, t + 1:], 1 + tgt[:, t + 1:] % (TGT_VOCAB - 1), changed[:, t + 1:])
+    changed[:, t + 1:] = np.where(changed[:, t + 1:] == tgt[:, t + 1:], 1 + tgt[:, t + 1:] % (TGT_VOCAB - 1),
+                                  changed[:, t + 1:])
     out = fw.call(model, src, changed)
     np.testing.assert_allclose(out[:, :t + 1], base[:, :t + 1], atol=ATOL)
     assert np.abs(out[:, t + 1:] - base[:, t + 1:]).max() > 1e-3

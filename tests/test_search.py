@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from conftest import class_args, random_params
+from helpers import class_args, random_params
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 # A Markov "language model": row = previous token, column = next-token probability.
@@ -149,7 +148,7 @@ def test_decoding_refuses_out_of_range_source_ids(fw, interop, decode):
 
 
 def test_tensorflow_decoding_graphs_do_not_retrace_per_step(tf_fw, interop):
-    """The cache grows every step; with dynamic shapes the compiled step is traced a few times, not per step."""
+    """The cache grows every step; with dynamic shapes the compiled step is traced a few times only."""
     from course_pkg.tensorflow.decoding import _graphs
 
     model = _transformer(tf_fw, interop)

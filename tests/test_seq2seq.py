@@ -8,8 +8,7 @@ bad input, all parametrized over both frameworks.
 
 import numpy as np
 import pytest
-
-from conftest import PARITY_ATOL, flatten, max_abs_diff, random_params
+from helpers import PARITY_ATOL, flatten, max_abs_diff, random_params
 
 SRC_VOCAB, TGT_VOCAB, EMB, UNITS = 13, 11, 6, 8  # EMB != UNITS: kernel layouts are distinguishable
 # trailing padding, a pad token mid-sequence, and an all-pad source
@@ -59,7 +58,7 @@ CASES = {
         lambda ref, p: ref.seq2seq_decoder(p, TGT, STATE, CONTEXT)),
     **{f"AttentionDecoder-{att}": (
         "AttentionDecoder", (TGT_VOCAB, EMB, UNITS, att), {},
-        (TGT, ENC_OUT, STATE), {"src_mask": SRC_MASK, "return_attention": True},
+        (TGT, ENC_OUT, STATE), {"padding_mask": SRC_MASK, "return_attention": True},
         lambda ref, p, att=att: ref.attention_decoder(p, TGT, ENC_OUT, STATE, SRC_MASK, att))
        for att in ATTENTIONS},
     "Seq2Seq-none": (
@@ -134,10 +133,14 @@ def test_gru_weight_mapping(torch_fw, interop):
     z, r, h = slice(0, u), slice(u, 2 * u), slice(2 * u, 3 * u)
     keras_order = np.concatenate
     rnn = layer.rnn
-    np.testing.assert_array_equal(rnn.weight_ih_l0.detach().numpy(), keras_order([kernel[:, r], kernel[:, z], kernel[:, h]], 1).T)
-    np.testing.assert_array_equal(rnn.weight_hh_l0.detach().numpy(), keras_order([recurrent[:, r], recurrent[:, z], recurrent[:, h]], 1).T)
-    np.testing.assert_array_equal(rnn.bias_ih_l0.detach().numpy(), keras_order([bias[0, r], bias[0, z], bias[0, h]]))
-    np.testing.assert_array_equal(rnn.bias_hh_l0.detach().numpy(), keras_order([bias[1, r], bias[1, z], bias[1, h]]))
+    np.testing.assert_array_equal(rnn.weight_ih_l0.detach().numpy(),
+                                  keras_order([kernel[:, r], kernel[:, z], kernel[:, h]], 1).T)
+    np.testing.assert_array_equal(rnn.weight_hh_l0.detach().numpy(),
+                                  keras_order([recurrent[:, r], recurrent[:, z], recurrent[:, h]], 1).T)
+    np.testing.assert_array_equal(rnn.bias_ih_l0.detach().numpy(),
+                                  keras_order([bias[0, r], bias[0, z], bias[0, h]]))
+    np.testing.assert_array_equal(rnn.bias_hh_l0.detach().numpy(),
+                                  keras_order([bias[1, r], bias[1, z], bias[1, h]]))
 
 
 def test_gru_interop_shape_errors(fw, interop):
@@ -187,7 +190,7 @@ def test_output_shapes(fw, case):
 def test_attention_decoder_without_return_attention(fw):
     fw.seed(0)
     dec = fw.make("AttentionDecoder", TGT_VOCAB, EMB, UNITS)
-    logits, state = fw.call(dec, TGT, ENC_OUT, STATE)  # src_mask defaults to None
+    logits, state = fw.call(dec, TGT, ENC_OUT, STATE)  # padding_mask defaults to None
     assert logits.shape == (3, 5, TGT_VOCAB) and state.shape == (3, UNITS)
 
 
@@ -228,7 +231,7 @@ def test_encoder_state_is_last_non_pad_output(fw):
     np.testing.assert_array_equal(state[2], 0.0)  # all pad: the zero initial state
 
 
-def test_encoder_pad_id(fw):
+def test_encoder_state_skips_trailing_custom_pad_id(fw):
     fw.seed(0)
     enc = fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, UNITS, pad_id=7)
     outputs, state = fw.call(enc, SRC)
@@ -369,7 +372,7 @@ def test_keras_fit_and_dynamic_lengths(tf_fw):
     np.testing.assert_allclose(traced(src, tgt).numpy(), tf_fw.call(model, src, tgt), atol=1e-6)
 
 
-def test_torch_backward(torch_fw):
+def test_torch_backward_reaches_every_parameter(torch_fw):
     torch_fw.seed(0)
     model = torch_fw.make("Seq2Seq", SRC_VOCAB, TGT_VOCAB, EMB, UNITS, "luong_general")
     logits = torch_fw.call_raw(model, SRC, TGT, training=True)
@@ -381,49 +384,71 @@ def test_torch_backward(torch_fw):
 
 # ------------------------------------------------------------------------- bad input
 def _errors(fw):
-    """(label, callable) pairs that must raise; the same calls in both frameworks."""
+    """(label, exception, message regex, callable) of calls that must raise; the same in both frameworks."""
     fw.seed(0)
     enc = fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, UNITS)
     dec = fw.make("Seq2SeqDecoder", TGT_VOCAB, EMB, UNITS)
     adec = fw.make("AttentionDecoder", TGT_VOCAB, EMB, UNITS)
     bahdanau = fw.make("BahdanauAttention", UNITS)
     plain = fw.make("Seq2Seq", SRC_VOCAB, TGT_VOCAB, EMB, UNITS)
+    bad_mask = r"mask of shape \({}\) does not broadcast to the attention weights of shape \({}\)"
     return [
-        ("float tokens", TypeError, lambda: fw.call(enc, SRC.astype(np.float32))),
-        ("rank-3 tokens", ValueError, lambda: fw.call(enc, SRC[:, :, None])),
-        ("id out of range", ValueError, lambda: fw.call(enc, SRC + SRC_VOCAB)),
-        ("empty tokens", ValueError, lambda: fw.call(enc, SRC[:, :0])),
-        ("state width", ValueError, lambda: fw.call(dec, TGT, STATE[:, :5])),
-        ("context width", ValueError, lambda: fw.call(dec, TGT, STATE, context=STATE[:, :5])),
-        ("state batch", ValueError, lambda: fw.call(dec, TGT, STATE[:2])),
-        ("enc_outputs width", ValueError, lambda: fw.call(adec, TGT, KEYS7, STATE)),
-        ("enc_outputs batch", ValueError, lambda: fw.call(adec, TGT, ENC_OUT[:2], STATE)),
-        ("4-D mask", ValueError, lambda: fw.call(adec, TGT, ENC_OUT, STATE, SRC_MASK[:, None])),
-        ("mask length", ValueError, lambda: fw.call(bahdanau, QUERY8, ENC_OUT, mask=SRC_MASK[..., :4])),
-        ("query width", ValueError, lambda: fw.call(bahdanau, QUERY5, ENC_OUT)),
+        ("float tokens", TypeError, r"token ids must be an integer tensor \(int32 or int64\)",
+         lambda: fw.call(enc, SRC.astype(np.float32))),
+        ("rank-3 tokens", ValueError, r"token ids must have shape \(batch, length\), got \(3, 6, 1\)",
+         lambda: fw.call(enc, SRC[:, :, None])),
+        ("id out of range", ValueError, r"token ids must lie in \[0, 13\) for vocab_size=13, got ids from 13",
+         lambda: fw.call(enc, SRC + SRC_VOCAB)),
+        ("empty tokens", ValueError, "token ids must hold at least one position, got length 0",
+         lambda: fw.call(enc, SRC[:, :0])),
+        ("state width", ValueError, r"state must have shape \(batch, 8\), got \(3, 5\)",
+         lambda: fw.call(dec, TGT, STATE[:, :5])),
+        ("context width", ValueError, r"context must have shape \(batch, 8\), got \(3, 5\)",
+         lambda: fw.call(dec, TGT, STATE, context=STATE[:, :5])),
+        ("state batch", ValueError, "state has batch size 2, expected 3",
+         lambda: fw.call(dec, TGT, STATE[:2])),
+        ("enc_outputs width", ValueError,
+         r"enc_outputs? must have shape \(batch, length, 8\), got \(3, 6, 7\)",
+         lambda: fw.call(adec, TGT, KEYS7, STATE)),
+        ("enc_outputs batch", ValueError, "enc_outputs? has batch size 2, expected 3",
+         lambda: fw.call(adec, TGT, ENC_OUT[:2], STATE)),
+        ("4-D mask", ValueError, bad_mask.format("3, 1, 1, 6", "3, 1, 6"),
+         lambda: fw.call(adec, TGT, ENC_OUT, STATE, SRC_MASK[:, None])),
+        ("mask length", ValueError, bad_mask.format("3, 1, 4", "3, 4, 6"),
+         lambda: fw.call(bahdanau, QUERY8, ENC_OUT, mask=SRC_MASK[..., :4])),
+        ("query width", ValueError, r"query must have shape \(batch, length, 8\), got \(3, 4, 5\)",
+         lambda: fw.call(bahdanau, QUERY5, ENC_OUT)),
         ("return_attention without attention", ValueError,
+         "return_attention=True needs attention weights, but this Seq2Seq was built with attention=None",
          lambda: fw.call(plain, SRC, TGT, return_attention=True)),
-        ("unknown score", ValueError, lambda: fw.make("LuongAttention", UNITS, "concat")),
-        ("dot with other key width", ValueError, lambda: fw.make("LuongAttention", UNITS, "dot", key_dim=7)),
-        ("unknown attention", ValueError, lambda: fw.make("AttentionDecoder", TGT_VOCAB, EMB, UNITS, "luong")),
+        ("unknown score", ValueError, r"score must be one of \('dot', 'general'\), got 'concat'",
+         lambda: fw.make("LuongAttention", UNITS, "concat")),
+        ("dot with other key width", ValueError,
+         'score="dot" needs keys as wide as the queries: key_dim=7 != units=8',
+         lambda: fw.make("LuongAttention", UNITS, "dot", key_dim=7)),
+        ("unknown attention", ValueError,
+         r"attention must be one of \('bahdanau', 'luong_dot', 'luong_general'\), got 'luong'",
+         lambda: fw.make("AttentionDecoder", TGT_VOCAB, EMB, UNITS, "luong")),
         ("unknown model attention", ValueError,
+         r"attention must be one of \(None, 'bahdanau', 'luong_dot', 'luong_general'\), got 'additive'",
          lambda: fw.make("Seq2Seq", SRC_VOCAB, TGT_VOCAB, EMB, UNITS, "additive")),
-        ("zero units", ValueError, lambda: fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, 0)),
-        ("bad pad_id", ValueError, lambda: fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, UNITS, pad_id=SRC_VOCAB)),
-        ("not a pair", TypeError, lambda: fw.call(plain, SRC)),
+        ("zero units", ValueError, "units must be a positive int, got 0",
+         lambda: fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, 0)),
+        ("bad pad_id", ValueError, r"pad_id must be an int in \[0, 13\), got 13",
+         lambda: fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, UNITS, pad_id=SRC_VOCAB)),
+        ("not a pair", TypeError,
+         r"Seq2Seq expects \(src_tokens, tgt_tokens\): two arguments, a pair, or a dict",
+         lambda: fw.call(plain, SRC)),
     ]
 
 
 def test_bad_input_same_errors_in_both_frameworks(tf_fw, torch_fw):
     messages = {}
     for fw in (tf_fw, torch_fw):
-        for label, exc, fn in _errors(fw):
-            with pytest.raises(exc) as info:
+        for label, exc, pattern, fn in _errors(fw):
+            with pytest.raises(exc, match=pattern) as info:
                 fn()
             messages.setdefault(label, []).append(str(info.value))
     del messages["not a pair"]  # names the framework's tensor type
     for label, (m_tf, m_pt) in messages.items():  # Keras wraps the message in call details
         assert m_pt.replace("torch.", "") in m_tf, f"{label}: {m_pt!r} not in {m_tf!r}"
-    assert "('dot', 'general')" in messages["unknown score"][0]
-    assert "('bahdanau', 'luong_dot', 'luong_general')" in messages["unknown attention"][0]
-    assert "None" in messages["unknown model attention"][0]

@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from conftest import (
+from helpers import (
     CLASS_NAMES,
     D_MODEL,
     DFF,

@@ -120,59 +120,6 @@ def _to_numpy(value):
     return np.asarray(value)
 
 
-# --------------------------------------------------------------------------- reference answers
-
-def _log_softmax(logits):
-    logits = np.asarray(logits, dtype=np.float64)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
-def gru_parameters(input_dim, units):
-    """Keras ``GRU`` (reset_after=True) and ``torch.nn.GRU`` alike: 3 gates, two biases each."""
-    return 3 * (input_dim * units + units * units + 2 * units)
-
-
-def encoder_layer_parameters(d_model, dff):
-    """Multi-head attention (4 dense layers), the feed-forward network, 2 layer norms."""
-    return 4 * (d_model * d_model + d_model) + (d_model * dff + dff) + (dff * d_model + d_model) \
-        + 2 * 2 * d_model
-
-
-def decoder_layer_parameters(d_model, dff):
-    """Two multi-head attentions, the feed-forward network, 3 layer norms."""
-    return 8 * (d_model * d_model + d_model) + (d_model * dff + dff) + (dff * d_model + d_model) \
-        + 3 * 2 * d_model
-
-
-def noam_lr(step, d_model, warmup_steps):
-    """``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``."""
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
-
-
-def masked_loss(labels, logits):
-    """Mean cross-entropy over the positions whose label is not ``<pad>``."""
-    labels = np.asarray(labels)
-    picked = np.take_along_axis(_log_softmax(logits), labels[..., np.newaxis], axis=-1)[..., 0]
-    keep = labels != PAD_ID
-    return -(picked * keep).sum() / keep.sum()
-
-
-def smoothed_targets(labels, vocab_size, epsilon):
-    """``(1 - ε) · one_hot + ε / vocab_size``, as Keras and torch smooth labels."""
-    return (1 - epsilon) * np.eye(vocab_size)[np.asarray(labels)] + epsilon / vocab_size
-
-
-def greedy_step(logits, done):
-    """The most likely id per row; ``<pad>`` for rows already finished."""
-    return np.where(np.asarray(done), PAD_ID, np.argmax(np.asarray(logits), axis=-1))
-
-
-def teacher_forcing(target):
-    """``(<bos> target, target <eos>)``: what the decoder reads, what it must predict."""
-    return [BOS_ID] + list(target), list(target) + [EOS_ID]
-
-
 # --------------------------------------------------------------------------- the exercises
 
 def _per_case(answer, params):
@@ -198,12 +145,12 @@ EXERCISES = [
     Exercise(
         "1.2", "01_seq2seq", "Teacher forcing", 2, "teacher_forcing",
         lambda rng: {"target": repr(rng.integers(3, 40, int(rng.integers(3, 7))).tolist())},
-        teacher_forcing, exact=True),
+        lambda target: ref.teacher_forcing(target, BOS_ID, EOS_ID), exact=True),
     Exercise(
         "1.3", "01_seq2seq", "Counting a GRU's parameters", 2, "gru_parameters",
         lambda rng: {"cases": repr([(int(rng.choice([8, 16, 32, 64])), int(rng.choice([16, 32, 64, 128])))
                                     for _ in range(3)])},
-        lambda cases: [gru_parameters(*case) for case in cases], call=_per_case, exact=True),
+        lambda cases: [ref.gru_parameters(*case) for case in cases], call=_per_case, exact=True),
     # 2. attention
     Exercise(
         "2.1", "02_attention", "Dot-product attention weights", 2, "attention_weights",
@@ -240,7 +187,8 @@ EXERCISES = [
     # 4. encoder
     Exercise(
         "4.1", "04_encoder", "The positional encoding", 2, "positional_encoding",
-        lambda rng: {"length": repr(int(rng.integers(4, 9))), "d_model": repr(int(rng.choice([4, 6, 8, 10])))},
+        lambda rng: {"length": repr(int(rng.integers(4, 9))),
+                     "d_model": repr(int(rng.choice([4, 6, 8, 10])))},
         ref.positional_encoding),
     Exercise(
         "4.2", "04_encoder", "Splitting heads", 2, "split_heads",
@@ -250,7 +198,7 @@ EXERCISES = [
         lambda x, num_heads: ref.split_heads(np.asarray(x), num_heads)),
     Exercise(
         "4.3", "04_encoder", "Counting an encoder layer's parameters", 2, "encoder_layer_parameters",
-        _model_sizes, lambda cases: [encoder_layer_parameters(*case) for case in cases],
+        _model_sizes, lambda cases: [ref.encoder_layer_parameters(*case) for case in cases],
         call=_per_case, exact=True),
     # 5. decoder
     Exercise(
@@ -262,15 +210,16 @@ EXERCISES = [
             np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(mask, dtype=float))),
     Exercise(
         "5.2", "05_decoder", "Counting a decoder layer's parameters", 2, "decoder_layer_parameters",
-        _model_sizes, lambda cases: [decoder_layer_parameters(*case) for case in cases],
+        _model_sizes, lambda cases: [ref.decoder_layer_parameters(*case) for case in cases],
         call=_per_case, exact=True),
     Exercise(
         "5.3", "05_decoder", "One step of greedy decoding", 2, "greedy_step",
         # Distinct values in every row: argmax has one answer (tf.argmax promises no tie rule).
         lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 6, replace=False)
                                                  for _ in range(4)]) / 10),
-                     "done": repr([bool(d) for d in rng.permutation([True, False, False, rng.random() < 0.5])])},
-        greedy_step, exact=True),
+                     "done": repr([bool(d) for d in
+                                   rng.permutation([True, False, False, rng.random() < 0.5])])},
+        lambda logits, done: ref.greedy_step(logits, done, PAD_ID), exact=True),
     # 6. training
     Exercise(
         "6.1", "06_training", "The Noam learning rate", 2, "noam_lr",
@@ -278,19 +227,20 @@ EXERCISES = [
             "d_model": repr(int(rng.choice([128, 256, 512]))), "warmup_steps": repr(warmup),
             "steps": repr(sorted(int(s) for s in rng.choice(np.arange(1, 3 * warmup), 4, replace=False)))})(
             int(rng.choice([1000, 2000, 4000]))),
-        lambda d_model, warmup_steps, steps: [noam_lr(s, d_model, warmup_steps) for s in steps],
+        lambda d_model, warmup_steps, steps: [ref.noam_learning_rate(s, d_model, warmup_steps)
+                                              for s in steps],
         call=_noam_calls, rtol=1e-6, atol=0.0),
     Exercise(
         "6.2", "06_training", "The masked loss", 3, "masked_loss",
         lambda rng: {"labels": _padded_tokens(rng, 2, 5, low=1, high=6),
                      "logits": _floats(rng.uniform(-2, 2, (2, 5, 6)))},
-        masked_loss),
+        lambda labels, logits: ref.masked_loss(labels, logits, PAD_ID)),
     Exercise(
         "6.3", "06_training", "Label smoothing", 2, "smoothed_targets",
         lambda rng: (lambda vocab: {
             "labels": repr(rng.integers(0, vocab, 4).tolist()), "vocab_size": repr(vocab),
             "epsilon": repr(float(rng.choice([0.1, 0.2, 0.3])))})(int(rng.integers(5, 9))),
-        smoothed_targets),
+        ref.smoothed_targets),
 ]
 
 _BY_ID = {exercise.id: exercise for exercise in EXERCISES}

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import BOOK_SEED, for_chapter
-from .notebooks import (METADATA_KEY, ExerciseError, exercise_of, read_notebook, section_start,
-                        source_text)
+from .notebooks import METADATA_KEY, ExerciseError, exercise_of, read_notebook, section_start, source_text
 
 
 @dataclass

@@ -10,6 +10,7 @@ from .decoder import Decoder, DecoderLayer
 from .decoding import beam_search, greedy_decode, translate
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
+from .losses import masked_accuracy, masked_loss
 from .masks import (
     create_combined_mask,
     create_look_ahead_mask,
@@ -20,6 +21,7 @@ from .masks import (
     to_blocked_mask,
 )
 from .positional import PositionalEmbedding, positional_encoding
+from .schedule import NoamSchedule, make_optimizer
 from .seq2seq import (
     AttentionDecoder,
     BahdanauAttention,
@@ -28,29 +30,24 @@ from .seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
+from .trainer import Trainer
 from .transformer import Transformer
 
 __all__ = [
+    # Masks (float, 1.0 = blocked) and converters to each library's boolean convention.
     "create_padding_mask", "create_look_ahead_mask", "create_combined_mask",
     "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
+    # The Transformer, one class per component of the paper.
     "scaled_dot_product_attention", "MultiHeadAttention",
     "positional_encoding", "PositionalEmbedding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
+    # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
+    "greedy_decode", "beam_search", "translate",
+    # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).
+    "BahdanauAttention", "LuongAttention", "Seq2SeqEncoder", "Seq2SeqDecoder",
+    "AttentionDecoder", "Seq2Seq",
+    # Training batches (src, tgt_in, tgt_out) of text pairs, see course_pkg.data.
+    "make_batches",
+    # Training: masked loss / accuracy, the Noam schedule, Adam of the paper, Trainer.
+    "masked_loss", "masked_accuracy", "NoamSchedule", "make_optimizer", "Trainer",
 ]
-
-# Decoding (greedy, beam search) for any model with start_decoding/decode_step.
-__all__ += ["greedy_decode", "beam_search", "translate"]
-
-# RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).
-__all__ += ["BahdanauAttention", "LuongAttention", "Seq2SeqEncoder", "Seq2SeqDecoder",
-            "AttentionDecoder", "Seq2Seq"]
-
-# Training batches (src, tgt_in, tgt_out) of text pairs, see course_pkg.data.
-__all__ += ["make_batches"]
-
-# Training: masked loss / accuracy, the Noam schedule, Adam of the paper, Trainer.
-from .training import (  # noqa: E402
-    NoamSchedule, Trainer, make_optimizer, masked_accuracy, masked_loss,
-)
-
-__all__ += ["masked_loss", "masked_accuracy", "NoamSchedule", "make_optimizer", "Trainer"]

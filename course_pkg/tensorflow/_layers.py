@@ -1,15 +1,78 @@
-"""Leaf layers, built at construction so that every weight exists at once.
+"""What every course layer is built from: a base class and leaf layers built at once.
 
-Keras creates weights lazily, on the first call; the course builds every leaf
-right away (the input width is always known) so that a freshly constructed
-model can count its parameters, copy weights from PyTorch and be saved before
-it has seen data, exactly like its PyTorch twin.
+:class:`Layer` (and :class:`Model`) is the base of every course class. It holds
+the Keras plumbing, so that each class reads like its PyTorch twin:
+
+* masks go by keyword: Keras fills a ``mask`` argument that is not passed
+  explicitly from its first input's Keras mask, so a mask passed by position
+  would arrive twice; :class:`Layer` passes every argument after the first by
+  name;
+* no Keras mask propagation (``compute_mask`` returns ``None``): the course
+  passes its masks explicitly;
+* ``get_config()`` starts from Keras' own keys (name, dtype, trainable), to
+  which each class adds its constructor arguments.
+
+The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`) start
+from the same distributions as their PyTorch twins and are built at
+construction: Keras creates weights lazily, on the first call, but the course
+builds every leaf right away (the input width is always known) so that a
+freshly constructed model can count its parameters, copy weights from PyTorch
+and be saved before it has seen data.
 """
 
+import functools
+import inspect
+
+import keras
 import tensorflow as tf
 from keras import layers
 
 LAYER_NORM_EPSILON = 1e-6
+
+
+@functools.lru_cache(maxsize=None)
+def _argument_names(call):
+    """The parameter names of a layer class's ``call`` after ``self`` and the inputs."""
+    return tuple(inspect.signature(call).parameters)[2:]
+
+
+class Layer(layers.Layer):
+    """Base of the course's Keras layers.
+
+    * Arguments after the first go to ``call`` by keyword when ``call`` takes a
+      ``mask``: Keras would otherwise fill a missing ``mask`` from the input's
+      Keras mask, and a mask passed by position would arrive twice.
+    * ``compute_mask`` returns ``None``: the course passes its masks explicitly.
+    * ``get_config()`` returns Keras' own keys (name, dtype, trainable); each
+      class adds its constructor arguments.
+    """
+
+    def __call__(self, *args, **kwargs):
+        names = _argument_names(type(self).call)
+        if "mask" in names and len(args) > 1:
+            if len(args) - 1 > len(names):
+                raise TypeError(f"{type(self).__name__} takes at most {len(names) + 1} arguments, "
+                                f"got {len(args)}")
+            for name, value in zip(names, args[1:]):
+                if name in kwargs:
+                    raise TypeError(f"{type(self).__name__} got multiple values for argument {name!r}")
+                kwargs[name] = value
+            args = args[:1]
+        if "mask" in names:
+            kwargs.setdefault("mask", None)
+        return super().__call__(*args, **kwargs)
+
+    def compute_mask(self, *args, **kwargs):
+        """No Keras mask propagation: the course passes its masks explicitly."""
+        return None
+
+    def get_config(self):
+        """Keras' own configuration (name, dtype, trainable); each class adds its arguments."""
+        return super().get_config()
+
+
+class Model(Layer, keras.Model):
+    """Base of the course's Keras models: a :class:`Layer` that is also a ``keras.Model``."""
 
 
 def dense(in_features: int, out_features: int, name=None, dtype=None) -> layers.Dense:

@@ -1,10 +1,15 @@
-"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017, §3.2)."""
+"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017, §3.2).
+
+Shapes: ``batch`` sequences, ``Tq`` queries attending to ``Tk`` keys (``seq``
+either length, in the head helpers), ``...`` any leading axes; ``dk`` the depth
+of queries and keys, ``dv`` that of values; ``d_model`` the model width,
+``heads`` attention heads of ``depth = d_model // num_heads`` features each.
+"""
 
 import math
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .._checks import (
     check_features,
@@ -13,7 +18,7 @@ from .._checks import (
     check_mask_shape,
     check_matching_depth,
 )
-from ._layers import dense
+from ._layers import Layer, dense
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -56,7 +61,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class MultiHeadAttention(layers.Layer):
+class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
@@ -122,10 +127,6 @@ class MultiHeadAttention(layers.Layer):
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
         return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
 
-    def compute_mask(self, *args, **kwargs):
-        """No Keras mask propagation: the course passes its masks explicitly."""
-        return None
-
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads}

@@ -1,18 +1,24 @@
-"""The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1)."""
+"""The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1).
+
+Shapes: ``batch`` sentences of ``src_len`` source and ``tgt_len`` target
+positions, ``d_model`` features, ``heads`` attention heads of ``depth``
+features each. Step-by-step decoding feeds ``new`` target positions after the
+``past`` ones already in the cache.
+"""
 
 import keras
 import tensorflow as tf
 from keras import layers
 
 from .._checks import check_dropout, check_positive
-from ._layers import layer_norm
+from ._layers import Layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class DecoderLayer(layers.Layer):
+class DecoderLayer(Layer):
     """One decoder layer, post-LN as in the paper.
 
     ``x = norm1(x + dropout1(self_attn(x, x, x, look_ahead_mask)))``
@@ -28,8 +34,9 @@ class DecoderLayer(layers.Layer):
     Call:
         ``layer(x, enc_output, look_ahead_mask=None, padding_mask=None,
         return_attention=False)``; ``look_ahead_mask`` is the combined
-        look-ahead + target padding mask, ``padding_mask`` the source padding
-        mask. With ``return_attention=True`` returns
+        look-ahead + target padding mask (:func:`create_combined_mask`),
+        ``padding_mask`` the source padding mask (:func:`create_padding_mask`).
+        With ``return_attention=True`` returns
         ``(x, self_attention_weights, cross_attention_weights)``.
 
     Shape:
@@ -42,7 +49,7 @@ class DecoderLayer(layers.Layer):
     def __init__(self, d_model, num_heads, dff, dropout=0.1, **kwargs):
         super().__init__(**kwargs)
         check_dropout(dropout)
-        self.d_model, self.num_heads, self.dff, self.rate = d_model, num_heads, dff, dropout
+        self.d_model, self.num_heads, self.dff, self.dropout = d_model, num_heads, dff, dropout
         self.self_attn = MultiHeadAttention(d_model, num_heads, name="self_attn", dtype=self.dtype_policy)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, name="cross_attn", dtype=self.dtype_policy)
         self.ffn = FeedForward(d_model, dff, dropout, name="ffn", dtype=self.dtype_policy)
@@ -56,12 +63,14 @@ class DecoderLayer(layers.Layer):
 
     def call(self, x, enc_output, look_ahead_mask=None, padding_mask=None,
              return_attention=False, training=None):
-        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask, training=training)  # (batch, tgt, d_model)
-        x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, tgt, d_model)
+        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask,
+                                            training=training)  # (batch, tgt_len, d_model)
+        x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, tgt_len, d_model)
         attn, cross_weights = self.cross_attn(x, enc_output, enc_output, mask=padding_mask,
                                               training=training)
-        x = self.norm2(x + self.dropout2(attn, training=training))  # (batch, tgt, d_model)
-        x = self.norm3(x + self.dropout3(self.ffn(x, training=training), training=training))  # (batch, tgt, d_model)
+        x = self.norm2(x + self.dropout2(attn, training=training))  # (batch, tgt_len, d_model)
+        x = self.norm3(x + self.dropout3(self.ffn(x, training=training),
+                                         training=training))  # (batch, tgt_len, d_model)
         return (x, self_weights, cross_weights) if return_attention else x
 
     def step(self, x, cache, look_ahead_mask=None, padding_mask=None, training=None):
@@ -84,17 +93,18 @@ class DecoderLayer(layers.Layer):
         x = self.norm1(x + self.dropout1(attn, training=training))
         attn, _ = self.cross_attn.attend(x, cache["cross_k"], cache["cross_v"], padding_mask)
         x = self.norm2(x + self.dropout2(attn, training=training))
-        x = self.norm3(x + self.dropout3(self.ffn(x, training=training), training=training))  # (batch, new, d_model)
+        x = self.norm3(x + self.dropout3(self.ffn(x, training=training),
+                                         training=training))  # (batch, new, d_model)
         return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.rate}
+                "dropout": self.dropout}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Decoder(layers.Layer):
+class Decoder(Layer):
     """Positional embedding, dropout, then ``num_layers`` decoder layers.
 
     Args:
@@ -104,11 +114,15 @@ class Decoder(layers.Layer):
 
     Call:
         ``decoder(tokens, enc_output, look_ahead_mask=None, padding_mask=None,
-        return_attention=False)``; with ``return_attention=True`` returns
-        ``(x, [self weights per layer], [cross weights per layer])``.
+        return_attention=False)``; ``look_ahead_mask`` is the combined
+        look-ahead + target padding mask (:func:`create_combined_mask`),
+        ``padding_mask`` the source padding mask (:func:`create_padding_mask`),
+        both course masks (1.0 = blocked). With ``return_attention=True``
+        returns ``(x, [self weights per layer], [cross weights per layer])``.
 
     Shape:
-        tokens (batch, tgt_len) int, enc_output (batch, src_len, d_model)
+        tokens (batch, tgt_len) int, enc_output (batch, src_len, d_model),
+        look_ahead_mask (batch, 1, tgt_len, tgt_len), padding_mask (batch, 1, 1, src_len)
         -> (batch, tgt_len, d_model).
     """
 
@@ -116,10 +130,10 @@ class Decoder(layers.Layer):
         super().__init__(**kwargs)
         check_positive(num_layers=num_layers)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
-        self.vocab_size, self.max_len, self.rate = vocab_size, max_len, dropout
+        self.vocab_size, self.max_len, self.dropout = vocab_size, max_len, dropout
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len, name="embedding",
                                              dtype=self.dtype_policy)
-        self.dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.embedding_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
         self.layers = [
             DecoderLayer(d_model, num_heads, dff, dropout, name=f"layer_{i}", dtype=self.dtype_policy)
             for i in range(num_layers)
@@ -128,7 +142,7 @@ class Decoder(layers.Layer):
 
     def call(self, tokens, enc_output, look_ahead_mask=None, padding_mask=None,
              return_attention=False, training=None):
-        x = self.dropout(self.embedding(tokens), training=training)  # (batch, tgt_len, d_model)
+        x = self.embedding_dropout(self.embedding(tokens), training=training)  # (batch, tgt_len, d_model)
         self_maps, cross_maps = [], []
         for layer in self.layers:
             x, self_weights, cross_weights = layer(
@@ -161,7 +175,8 @@ class Decoder(layers.Layer):
             -> (batch, new, d_model), the grown cache.
         """
         past = tf.shape(cache[0]["self_k"])[2]  # dynamic: may be compiled
-        x = self.dropout(self.embedding(tokens, start=past), training=training)  # (batch, new, d_model)
+        x = self.embedding_dropout(self.embedding(tokens, start=past),
+                                   training=training)  # (batch, new, d_model)
         new_cache = []
         for layer, layer_cache in zip(self.layers, cache):
             x, layer_cache = layer.step(x, layer_cache, look_ahead_mask, padding_mask, training=training)
@@ -169,7 +184,7 @@ class Decoder(layers.Layer):
         return x, new_cache
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.rate}
+                "max_len": self.max_len, "dropout": self.dropout}

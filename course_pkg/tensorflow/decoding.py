@@ -15,6 +15,11 @@ beam search can reorder it.
 In TensorFlow both ways run as ``tf.function`` graphs (made once per model, with
 dynamic shapes, so the growing cache does not retrace): eager TensorFlow spends
 longer dispatching each of these small ops than computing it.
+
+Shapes: ``batch`` sources of ``src_len`` tokens, ``steps`` generated tokens,
+``new`` tokens fed per decoding step, logits over ``vocab`` target tokens; beam
+search keeps ``beam`` (``beam_size``) hypotheses per source,
+``rows = batch * beam`` in all.
 """
 
 import tensorflow as tf
@@ -42,7 +47,7 @@ class _Graphs:
         return getattr(self.model, name)
 
     def check_source(self, src):
-        vocab_size = getattr(self.model, "input_vocab_size", getattr(self.model, "src_vocab_size", None))
+        vocab_size = getattr(self.model, "input_vocab_size", None)
         if vocab_size is not None and tf.size(src) > 0:
             check_token_range(int(tf.reduce_min(src)), int(tf.reduce_max(src)), vocab_size)
         if getattr(self.model, "max_len", None) is not None and src.shape.rank == 2:
@@ -106,7 +111,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         else:
             logits = model(src, tokens, training=False)  # (batch, steps so far, vocab)
         logits = logits[:, -1]  # (batch, vocab)
-        next_id = tf.where(done, tf.constant(pad_id, tf.int64), tf.argmax(logits, axis=-1))
+        next_id = tf.where(done, tf.constant(pad_id, tf.int64), tf.argmax(logits, axis=-1))  # (batch,)
         tokens = tf.concat([tokens, next_id[:, tf.newaxis]], axis=1)
         all_logits.append(logits)
         done = done | (next_id == eos_id)
@@ -164,7 +169,8 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     tokens = tokens[:, 1:]  # (rows, steps)
     lengths = tf.reduce_sum(tf.cast(tokens != pad_id, tf.float32), axis=1)  # (rows,), <eos> included
     normalised = tf.reshape(scores, (-1,)) / length_penalty_factor(lengths, length_penalty)
-    best = tf.reshape(offsets, (-1,)) + tf.argmax(tf.reshape(normalised, (batch, beam_size)), axis=-1)
+    best = tf.reshape(offsets, (-1,)) + tf.argmax(
+        tf.reshape(normalised, (batch, beam_size)), axis=-1)  # (batch,)
     tokens = tf.gather(tokens, best)
     return (tokens, tf.gather(normalised, best)) if return_scores else tokens
 

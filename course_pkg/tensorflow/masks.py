@@ -15,8 +15,13 @@ layer                                  boolean mask means
 =====================================  ===============================
 
 ``keras.layers.MultiHeadAttention`` wants ``attention_mask`` of shape
-``(batch, q_len, k_len)``: drop the course mask's head axis (``mask[:, 0]``)
+``(batch, Tq, Tk)``: drop the course mask's head axis (``mask[:, 0]``)
 after converting it.
+
+Shapes: ``batch`` sequences of ``seq`` tokens; a course mask's axes of size 1
+broadcast over the ``heads`` and the queries. ``size`` is the side of the square
+look-ahead mask; ``Tq`` and ``Tk``, the query and key lengths, size the
+frameworks' own masks.
 """
 
 import tensorflow as tf

@@ -1,10 +1,13 @@
-"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5)."""
+"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5).
+
+Shapes: ``batch`` sequences of ``seq`` tokens, embedded in ``d_model``
+features; the position table has ``length`` rows (``max_len`` in the layer).
+"""
 
 import math
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .._checks import (
     check_length,
@@ -13,7 +16,7 @@ from .._checks import (
     check_token_range,
     check_token_rank,
 )
-from ._layers import embedding, is_integer
+from ._layers import Layer, embedding, is_integer
 
 
 def positional_encoding(length, d_model):
@@ -28,7 +31,8 @@ def positional_encoding(length, d_model):
     """
     pos = tf.range(length, dtype=tf.float64)[:, tf.newaxis]  # (length, 1)
     two_i = tf.range(d_model) // 2 * 2  # 0, 0, 2, 2, ...
-    angles = pos / tf.pow(tf.constant(10000.0, tf.float64), tf.cast(two_i, tf.float64) / d_model)
+    angles = pos / tf.pow(tf.constant(10000.0, tf.float64),
+                          tf.cast(two_i, tf.float64) / d_model)  # (length, d_model)
     even = tf.range(d_model) % 2 == 0  # (d_model,)
     return tf.cast(tf.where(even, tf.sin(angles), tf.cos(angles)), tf.float32)
 
@@ -36,9 +40,9 @@ def positional_encoding(length, d_model):
 def check_tokens(tokens, vocab_size, max_len, start=0):
     """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
 
-    Valid: an integer tensor of shape (batch, length) with
-    ``start + length <= max_len`` and every id in ``[0, vocab_size)``. Inside a ``tf.function`` only the
-    static checks run.
+    Valid: an integer tensor of shape (batch, seq) with
+    ``start + seq <= max_len`` and every id in ``[0, vocab_size)``.
+    Inside a ``tf.function`` only the static checks run.
     """
     check_token_dtype(is_integer(tokens), tokens.dtype.name)
     check_token_rank(tokens.shape)
@@ -51,7 +55,7 @@ def check_tokens(tokens, vocab_size, max_len, start=0):
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class PositionalEmbedding(layers.Layer):
+class PositionalEmbedding(Layer):
     """Token embedding × √d_model plus the positional encoding.
 
     Args:
@@ -85,6 +89,6 @@ class PositionalEmbedding(layers.Layer):
         return x + tf.cast(self.pe[start:start + seq], x.dtype)  # (batch, seq, d_model)
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
                 "max_len": self.max_len}

@@ -14,6 +14,13 @@ The recurrent layer is a single-layer GRU in the form Keras calls
 
 Both frameworks initialise it like Keras: Glorot-uniform input kernel W,
 orthogonal recurrent kernel U, zero biases b and c.
+
+Shapes: ``batch`` sentence pairs of ``src_len`` source and ``tgt_len`` target
+positions (``seq`` either, in the GRU helpers, which read ``input_size``
+features), ``embedding_dim`` embedding and ``units`` GRU features, logits over
+``vocab_size`` (``target_vocab_size`` in :class:`Seq2Seq`) target tokens;
+step-by-step decoding feeds ``new`` target tokens at a time. The attention
+layers the decoder attends with live in :mod:`course_pkg.tensorflow.rnn_attention`.
 """
 
 import keras
@@ -21,7 +28,6 @@ import tensorflow as tf
 from keras import layers
 
 from .._checks import (
-    check_attention_mask,
     check_batch,
     check_choice,
     check_features,
@@ -33,11 +39,11 @@ from .._checks import (
     check_token_rank,
     unpack_pair,
 )
-from ._layers import dense, embedding, is_integer
+from ._layers import Layer, Model, dense, embedding, is_integer
 from .masks import create_padding_mask
+from .rnn_attention import BahdanauAttention, LuongAttention
 
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
-LUONG_SCORES = ("dot", "general")
 
 
 # ------------------------------------------------------------------------ leaf layers
@@ -66,15 +72,8 @@ def _gru_cell(input_size, units, name=None, dtype=None):
     return cell
 
 
-def _projection(in_features, out_features, name=None, dtype=None):
-    """A dense layer without bias (Glorot-uniform kernel), as in the attention papers."""
-    layer = layers.Dense(out_features, use_bias=False, name=name, dtype=dtype)
-    layer.build((None, in_features))
-    return layer
-
-
 def _check_tokens(tokens, vocab_size):
-    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are ``(batch, length >= 1)`` ids.
+    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are ``(batch, seq)`` ids, ``seq >= 1``.
 
     Inside a ``tf.function`` only the static checks run.
     """
@@ -86,141 +85,12 @@ def _check_tokens(tokens, vocab_size):
         check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
 
 
-def _masked_softmax(scores, mask=None):
-    """Softmax over the last axis in float32; blocked (mask != 0) keys get exactly 0.
-
-    A fully blocked row gets all-zero weights (never NaN), as in
-    :func:`~course_pkg.tensorflow.scaled_dot_product_attention`.
-    """
-    scores = tf.cast(scores, tf.float32)  # (batch, Tq, Tk)
-    if mask is not None:
-        mask = tf.convert_to_tensor(mask)
-        check_attention_mask(mask.shape, scores.shape)
-        blocked = tf.broadcast_to(tf.not_equal(mask, 0), tf.shape(scores))  # (batch, Tq, Tk)
-        scores = tf.where(blocked, tf.float32.min, scores)
-    weights = tf.nn.softmax(scores, axis=-1)  # (batch, Tq, Tk)
-    if mask is not None:
-        weights = tf.where(blocked, 0.0, weights)  # exact zeros, also in full rows
-    return weights
-
-
 # -------------------------------------------------------------------------- attention
-@keras.saving.register_keras_serializable(package="course_pkg")
-class BahdanauAttention(layers.Layer):
-    """Additive attention (Bahdanau et al., 2015): score(q, k) = vᵀ tanh(W1 q + W2 k).
-
-    The projections ``w1`` (query_dim -> units), ``w2`` (key_dim -> units) and
-    ``v`` (units -> 1) have no bias, as in the paper. The keys are also the values.
-
-    Args:
-        units: width of the hidden layer inside the score.
-        query_dim: width of the queries (default ``units``).
-        key_dim: width of the keys (default ``units``).
-
-    Call:
-        ``attention(query, keys, mask=None)`` returns ``(context, weights)``.
-        ``mask`` is a course mask (1.0 = blocked) that broadcasts to
-        (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
-        get a weight of exactly 0; a fully blocked row gets all-zero weights and
-        a zero context (never NaN). The softmax runs in float32.
-
-    Shape:
-        query (batch, Tq, query_dim), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
-        context (batch, Tq, key_dim), weights (batch, Tq, Tk).
-    """
-
-    def __init__(self, units, query_dim=None, key_dim=None, **kwargs):
-        super().__init__(**kwargs)
-        query_dim = units if query_dim is None else query_dim
-        key_dim = units if key_dim is None else key_dim
-        check_positive(units=units, query_dim=query_dim, key_dim=key_dim)
-        self.units, self.query_dim, self.key_dim = units, query_dim, key_dim
-        self.w1 = _projection(query_dim, units, "w1", self.dtype_policy)
-        self.w2 = _projection(key_dim, units, "w2", self.dtype_policy)
-        self.v = _projection(units, 1, "v", self.dtype_policy)
-        self.built = True
-
-    def call(self, query, keys, mask=None, training=None):
-        query, keys = tf.convert_to_tensor(query), tf.convert_to_tensor(keys)
-        check_features(query.shape, self.query_dim, "query")
-        check_features(keys.shape, self.key_dim, "keys")
-        check_batch(query.shape[0], keys=keys.shape)
-        q = self.w1(query)[:, :, tf.newaxis, :]  # (batch, Tq, 1, units)
-        k = self.w2(keys)[:, tf.newaxis, :, :]  # (batch, 1, Tk, units)
-        scores = self.v(tf.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
-        weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
-        return tf.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
-
-    def compute_mask(self, *args, **kwargs):
-        """No Keras mask propagation: the course passes its masks explicitly."""
-        return None
-
-    def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
-        return {**super().get_config(), "units": self.units, "query_dim": self.query_dim,
-                "key_dim": self.key_dim}
-
-
-@keras.saving.register_keras_serializable(package="course_pkg")
-class LuongAttention(layers.Layer):
-    """Multiplicative attention (Luong et al., 2015): score(q, k) = qᵀ k or qᵀ W k.
-
-    ``score="dot"`` has no weights and needs queries and keys of equal width;
-    ``score="general"`` learns ``w`` (key_dim -> units, no bias). Scores are
-    not scaled (unlike the Transformer's √d_k). The keys are also the values.
-
-    Args:
-        units: width of the queries (and of the keys for ``"dot"``).
-        score: ``"dot"`` or ``"general"``.
-        key_dim: width of the keys (default ``units``); ``"dot"`` needs ``units``.
-
-    Call:
-        ``attention(query, keys, mask=None)`` returns ``(context, weights)``;
-        masking as in :class:`BahdanauAttention`.
-
-    Shape:
-        query (batch, Tq, units), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
-        context (batch, Tq, key_dim), weights (batch, Tq, Tk).
-    """
-
-    def __init__(self, units, score="dot", key_dim=None, **kwargs):
-        super().__init__(**kwargs)
-        check_choice("score", score, LUONG_SCORES)
-        key_dim = units if key_dim is None else key_dim
-        check_positive(units=units, key_dim=key_dim)
-        if score == "dot" and key_dim != units:
-            raise ValueError(
-                f'score="dot" needs keys as wide as the queries: key_dim={key_dim} != '
-                f'units={units}; use score="general" to compare different widths'
-            )
-        self.units, self.score, self.key_dim = units, score, key_dim
-        if score == "general":
-            self.w = _projection(key_dim, units, "w", self.dtype_policy)
-        self.built = True
-
-    def call(self, query, keys, mask=None, training=None):
-        query, keys = tf.convert_to_tensor(query), tf.convert_to_tensor(keys)
-        check_features(query.shape, self.units, "query")
-        check_features(keys.shape, self.key_dim, "keys")
-        check_batch(query.shape[0], keys=keys.shape)
-        k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
-        scores = tf.matmul(query, k, transpose_b=True)  # (batch, Tq, Tk)
-        weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
-        return tf.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
-
-    def compute_mask(self, *args, **kwargs):
-        """No Keras mask propagation: the course passes its masks explicitly."""
-        return None
-
-    def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
-        return {**super().get_config(), "units": self.units, "score": self.score,
-                "key_dim": self.key_dim}
 
 
 # ---------------------------------------------------------------- encoder and decoders
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Seq2SeqEncoder(layers.Layer):
+class Seq2SeqEncoder(Layer):
     """Token embedding, then a single-layer GRU over the source.
 
     The final ``state`` is the GRU state after the last non-pad token of each
@@ -243,7 +113,8 @@ class Seq2SeqEncoder(layers.Layer):
         super().__init__(**kwargs)
         check_positive(vocab_size=vocab_size, embedding_dim=embedding_dim, units=units)
         check_pad_id(pad_id, vocab_size)
-        self.vocab_size, self.embedding_dim, self.units, self.pad_id = vocab_size, embedding_dim, units, pad_id
+        self.vocab_size, self.embedding_dim = vocab_size, embedding_dim
+        self.units, self.pad_id = units, pad_id
         self.embedding = embedding(vocab_size, embedding_dim, "embedding", self.dtype_policy)
         self.rnn = _gru(embedding_dim, units, "rnn", self.dtype_policy)
         self.built = True
@@ -254,19 +125,20 @@ class Seq2SeqEncoder(layers.Layer):
         x = self.embedding(tokens)  # (batch, src_len, embedding_dim)
         outputs, _ = self.rnn(x, training=training)  # (batch, src_len, units)
         positions = tf.range(1, tf.shape(tokens)[1] + 1)  # (src_len,)
-        lengths = tf.reduce_max(tf.where(tokens != self.pad_id, positions, 0), axis=1)  # (batch,) up to the last non-pad
+        # lengths up to the last non-pad token (0 if all pad)
+        lengths = tf.reduce_max(tf.where(tokens != self.pad_id, positions, 0), axis=1)  # (batch,)
         states = tf.concat([tf.zeros_like(outputs[:, :1]), outputs], axis=1)  # (batch, 1 + src_len, units)
         state = tf.gather(states, lengths, batch_dims=1)  # (batch, units)
         return outputs, state
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "units": self.units, "pad_id": self.pad_id}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Seq2SeqDecoder(layers.Layer):
+class Seq2SeqDecoder(Layer):
     """GRU decoder without attention, from a fixed context vector (Cho et al., 2014).
 
     The context (the encoder's final state) initialises the GRU and is also
@@ -307,24 +179,25 @@ class Seq2SeqDecoder(layers.Layer):
         check_state(context.shape, self.units, "context")
         check_batch(tokens.shape[0], state=state.shape, context=context.shape)
         x = self.embedding(tokens)  # (batch, tgt_len, embedding_dim)
-        context = tf.repeat(tf.cast(context, x.dtype)[:, tf.newaxis, :], tf.shape(tokens)[1], axis=1)  # (batch, tgt_len, units)
+        context = tf.repeat(tf.cast(context, x.dtype)[:, tf.newaxis, :], tf.shape(tokens)[1],
+                            axis=1)  # (batch, tgt_len, units)
         outputs, state = self.rnn(tf.concat([x, context], axis=-1), initial_state=state,
                                   training=training)  # (batch, tgt_len, units), (batch, units)
         return self.final_layer(outputs), state  # (batch, tgt_len, vocab_size), (batch, units)
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "units": self.units}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class AttentionDecoder(layers.Layer):
+class AttentionDecoder(Layer):
     """GRU decoder that attends over the encoder outputs at every step (Bahdanau et al., 2015).
 
     At step t, with s_0 the encoder's final state::
 
-        c_t, a_t = attention(query=s_{t-1}, keys=enc_outputs, mask=src_mask)
+        c_t, a_t = attention(query=s_{t-1}, keys=enc_output, mask=padding_mask)
         s_t      = GRU([embedding(y_t); c_t], s_{t-1})
         logits_t = final_layer(s_t)
 
@@ -340,16 +213,16 @@ class AttentionDecoder(layers.Layer):
             or ``"luong_general"`` (:class:`LuongAttention`).
 
     Call:
-        ``decoder(tokens, enc_outputs, state, src_mask=None, return_attention=False)``
+        ``decoder(tokens, enc_output, state, padding_mask=None, return_attention=False)``
         returns ``(logits, state)``, or ``(logits, state, weights)`` with
-        ``return_attention=True``. ``src_mask`` is a course mask (1.0 = blocked),
+        ``return_attention=True``. ``padding_mask`` is a course mask (1.0 = blocked),
         e.g. ``create_padding_mask(src_tokens, pad_id)[:, 0]``. Calling with
         tgt_len = 1 and feeding back the returned state decodes step by step
         and gives the same logits as the full teacher-forced call.
 
     Shape:
-        tokens (batch, tgt_len) int, enc_outputs (batch, src_len, units),
-        state (batch, units), src_mask (batch, 1, src_len) ->
+        tokens (batch, tgt_len) int, enc_output (batch, src_len, units),
+        state (batch, units), padding_mask (batch, 1, src_len) ->
         logits (batch, tgt_len, vocab_size), state (batch, units),
         weights (batch, tgt_len, src_len).
     """
@@ -370,26 +243,27 @@ class AttentionDecoder(layers.Layer):
         self.final_layer = dense(units, vocab_size, "final_layer", self.dtype_policy)
         self.built = True
 
-    def call(self, tokens, enc_outputs, state, src_mask=None, return_attention=False, training=None):
+    def call(self, tokens, enc_output, state, padding_mask=None, return_attention=False, training=None):
         tokens = tf.convert_to_tensor(tokens)
-        enc_outputs = tf.cast(enc_outputs, self.compute_dtype)
+        enc_output = tf.cast(enc_output, self.compute_dtype)
         state = tf.cast(state, self.compute_dtype)
         _check_tokens(tokens, self.vocab_size)
-        check_features(enc_outputs.shape, self.units, "enc_outputs")
+        check_features(enc_output.shape, self.units, "enc_output")
         check_state(state.shape, self.units, "state")
-        check_batch(tokens.shape[0], enc_outputs=enc_outputs.shape, state=state.shape)
+        check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
         x = self.embedding(tokens)  # (batch, tgt_len, embedding_dim)
 
         def step(carry, x_t):  # x_t (batch, embedding_dim): one time step, run by tf.scan
             state, _ = carry
-            context, w = self.attention(state[:, tf.newaxis, :], enc_outputs, src_mask,
+            context, w = self.attention(state[:, tf.newaxis, :], enc_output, padding_mask,
                                         training=training)  # (batch, 1, units), (batch, 1, src_len)
             state, _ = self.rnn(tf.concat([x_t, context[:, 0]], axis=-1), state,
                                 training=training)  # (batch, units)
             return state, w[:, 0]
 
-        initial = (state, tf.zeros_like(enc_outputs[:, :, 0]))  # (batch, units), (batch, src_len)
-        states, weights = tf.scan(step, tf.transpose(x, (1, 0, 2)), initializer=initial)  # (tgt_len, batch, ...)
+        initial = (state, tf.zeros_like(enc_output[:, :, 0]))  # (batch, units), (batch, src_len)
+        states, weights = tf.scan(step, tf.transpose(x, (1, 0, 2)),
+                                  initializer=initial)  # (tgt_len, batch, ...)
         states = tf.transpose(states, (1, 0, 2))  # (batch, tgt_len, units)
         weights = tf.transpose(weights, (1, 0, 2))  # (batch, tgt_len, src_len)
         logits = self.final_layer(states)  # (batch, tgt_len, vocab_size)
@@ -397,7 +271,7 @@ class AttentionDecoder(layers.Layer):
         return (logits, state, weights) if return_attention else (logits, state)
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "units": self.units,
                 "attention": self.attention_type}
@@ -405,12 +279,12 @@ class AttentionDecoder(layers.Layer):
 
 # ------------------------------------------------------------------------ whole model
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Seq2Seq(keras.Model):
+class Seq2Seq(Model):
     """GRU encoder-decoder: :class:`Seq2SeqEncoder` + a decoder with or without attention.
 
     Args:
-        src_vocab_size: source vocabulary size.
-        tgt_vocab_size: target vocabulary size (the logits' last axis).
+        input_vocab_size: source vocabulary size.
+        target_vocab_size: target vocabulary size (the logits' last axis).
         embedding_dim: embedding width, in the encoder and in the decoder.
         units: GRU width, in the encoder and in the decoder.
         attention: ``None`` for :class:`Seq2SeqDecoder` (fixed context), or
@@ -429,22 +303,23 @@ class Seq2Seq(keras.Model):
 
     Shape:
         src_tokens (batch, src_len) int, tgt_tokens (batch, tgt_len) int ->
-        logits (batch, tgt_len, tgt_vocab_size), weights (batch, tgt_len, src_len).
+        logits (batch, tgt_len, target_vocab_size), weights (batch, tgt_len, src_len).
     """
 
-    def __init__(self, src_vocab_size, tgt_vocab_size, embedding_dim, units, attention=None, pad_id=0,
+    def __init__(self, input_vocab_size, target_vocab_size, embedding_dim, units, attention=None, pad_id=0,
                  **kwargs):
         super().__init__(**kwargs)
         check_choice("attention", attention, (None,) + ATTENTION_TYPES)
-        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
-        self.embedding_dim, self.units, self.attention_type, self.pad_id = embedding_dim, units, attention, pad_id
-        self.encoder = Seq2SeqEncoder(src_vocab_size, embedding_dim, units, pad_id,
+        self.input_vocab_size, self.target_vocab_size = input_vocab_size, target_vocab_size
+        self.embedding_dim, self.units = embedding_dim, units
+        self.attention_type, self.pad_id = attention, pad_id
+        self.encoder = Seq2SeqEncoder(input_vocab_size, embedding_dim, units, pad_id,
                                       name="encoder", dtype=self.dtype_policy)
         if attention is None:
-            self.decoder = Seq2SeqDecoder(tgt_vocab_size, embedding_dim, units,
+            self.decoder = Seq2SeqDecoder(target_vocab_size, embedding_dim, units,
                                           name="decoder", dtype=self.dtype_policy)
         else:
-            self.decoder = AttentionDecoder(tgt_vocab_size, embedding_dim, units, attention,
+            self.decoder = AttentionDecoder(target_vocab_size, embedding_dim, units, attention,
                                             name="decoder", dtype=self.dtype_policy)
         self.built = True
 
@@ -454,13 +329,15 @@ class Seq2Seq(keras.Model):
         if return_attention and self.attention_type is None:
             raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
                              "was built with attention=None")
-        enc_outputs, state = self.encoder(src_tokens, training=training)  # (batch, src_len, units), (batch, units)
+        enc_output, state = self.encoder(src_tokens,
+                                         training=training)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
-            logits, _ = self.decoder(tgt_tokens, state, training=training)  # (batch, tgt_len, tgt_vocab_size)
+            logits, _ = self.decoder(tgt_tokens, state,
+                                     training=training)  # (batch, tgt_len, target_vocab_size)
             return logits
         src_mask = create_padding_mask(src_tokens, self.pad_id)[:, 0]  # (batch, 1, src_len)
-        logits, _, weights = self.decoder(tgt_tokens, enc_outputs, state, src_mask, return_attention=True,
-                                          training=training)  # (batch, tgt_len, tgt_vocab_size)
+        logits, _, weights = self.decoder(tgt_tokens, enc_output, state, src_mask, return_attention=True,
+                                          training=training)  # (batch, tgt_len, target_vocab_size)
         return (logits, weights) if return_attention else logits
 
     def start_decoding(self, src_tokens):
@@ -472,10 +349,10 @@ class Seq2Seq(keras.Model):
         ``greedy_decode`` and ``beam_search`` need.
         """
         src_tokens = tf.convert_to_tensor(src_tokens)
-        enc_outputs, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
+        enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
             return {"state": state, "context": state}
-        return {"state": state, "enc_outputs": enc_outputs,
+        return {"state": state, "enc_output": enc_output,
                 "src_mask": create_padding_mask(src_tokens, self.pad_id)[:, 0]}  # (batch, 1, src_len)
 
     def decode_step(self, tgt_tokens, state):
@@ -485,18 +362,18 @@ class Seq2Seq(keras.Model):
         (within float rounding); each step costs O(new).
 
         Shape:
-            tgt_tokens (batch, new) int -> logits (batch, new, tgt_vocab_size), state.
+            tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
         tgt_tokens = tf.convert_to_tensor(tgt_tokens)
         if self.attention_type is None:
             logits, new_state = self.decoder(tgt_tokens, state["state"], state["context"])
         else:
-            logits, new_state = self.decoder(tgt_tokens, state["enc_outputs"], state["state"],
-                                             state["src_mask"])  # (batch, new, tgt_vocab_size)
+            logits, new_state = self.decoder(tgt_tokens, state["enc_output"], state["state"],
+                                             state["src_mask"])  # (batch, new, target_vocab_size)
         return logits, {**state, "state": new_state}
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
-        return {**super().get_config(), "src_vocab_size": self.src_vocab_size,
-                "tgt_vocab_size": self.tgt_vocab_size, "embedding_dim": self.embedding_dim,
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "input_vocab_size": self.input_vocab_size,
+                "target_vocab_size": self.target_vocab_size, "embedding_dim": self.embedding_dim,
                 "units": self.units, "attention": self.attention_type, "pad_id": self.pad_id}

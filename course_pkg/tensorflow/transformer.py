@@ -1,17 +1,24 @@
-"""The whole Transformer: encoder, decoder and the final projection to the vocabulary."""
+"""The whole Transformer: encoder, decoder and the final projection to the vocabulary.
+
+Shapes: ``batch`` sentence pairs of ``src_len`` source and ``tgt_len`` target
+positions, ``d_model`` features, logits over ``target_vocab_size`` target
+tokens; an attention map is ``(batch, heads, Tq, Tk)``, ``heads`` attention
+heads of ``Tq`` queries and ``Tk`` keys. Incremental decoding feeds ``new``
+target positions after the ``past`` ones already decoded.
+"""
 
 import keras
 import tensorflow as tf
 
 from .._checks import unpack_pair
-from ._layers import dense
+from ._layers import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Transformer(keras.Model):
+class Transformer(Model):
     """The encoder-decoder Transformer of Vaswani et al. (2017), post-LN.
 
     It builds its own masks from ``pad_id``: the source padding mask for the
@@ -49,7 +56,7 @@ class Transformer(keras.Model):
         super().__init__(**kwargs)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
         self.input_vocab_size, self.target_vocab_size = input_vocab_size, target_vocab_size
-        self.max_len, self.rate, self.pad_id = max_len, dropout, pad_id
+        self.max_len, self.dropout, self.pad_id = max_len, dropout, pad_id
         self.encoder = Encoder(num_layers, d_model, num_heads, dff, input_vocab_size, max_len, dropout,
                                name="encoder", dtype=self.dtype_policy)
         self.decoder = Decoder(num_layers, d_model, num_heads, dff, target_vocab_size, max_len, dropout,
@@ -121,9 +128,9 @@ class Transformer(keras.Model):
         return logits, {**state, "tgt_pad": tgt_pad, "layers": layers}
 
     def get_config(self):
-        """The constructor arguments (and Keras' own: name, dtype, trainable)."""
+        """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff,
                 "input_vocab_size": self.input_vocab_size,
                 "target_vocab_size": self.target_vocab_size, "max_len": self.max_len,
-                "dropout": self.rate, "pad_id": self.pad_id}
+                "dropout": self.dropout, "pad_id": self.pad_id}

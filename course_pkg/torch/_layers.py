@@ -1,15 +1,46 @@
-"""Leaf layers with the same initialisation as their Keras counterparts.
+"""What every course layer is built from: a base class and leaf layers built at once.
 
-PyTorch and Keras initialise differently by default (Kaiming-uniform vs
-Glorot-uniform kernels, N(0, 1) vs U(-0.05, 0.05) embeddings). The course builds
-every leaf through these three functions so that the two implementations start
-training from the same distributions.
+:class:`Layer` (and :class:`Model`) is the base of every course class. Its
+Keras twin holds the Keras plumbing (masks by keyword, no Keras mask
+propagation); PyTorch needs none of it, so here it only gives the two things
+both frameworks share:
+
+* ``get_config()`` starts from an empty dict (Keras starts from its own keys:
+  name, dtype, trainable), to which each class adds its constructor arguments;
+* ``from_config(config)`` builds the layer back from it, as in Keras.
+
+The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`) start
+from the same distributions as their Keras twins: PyTorch and Keras initialise
+differently by default (Kaiming-uniform vs Glorot-uniform kernels, N(0, 1) vs
+U(-0.05, 0.05) embeddings), so the course builds every leaf through these
+functions and the two implementations train from the same starting point.
 """
 
 import torch
 from torch import nn
 
 LAYER_NORM_EPSILON = 1e-6
+
+
+class Layer(nn.Module):
+    """Base of the course's PyTorch layers (and models).
+
+    * ``get_config()`` returns ``{}`` (Keras returns its own keys: name, dtype,
+      trainable); each class adds its constructor arguments.
+    * ``from_config(config)`` builds the layer back from them, as in Keras.
+    """
+
+    def get_config(self):
+        """Keras' own configuration has no PyTorch counterpart: each class adds its arguments."""
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        """A new layer built from :meth:`get_config`'s dict (as Keras' ``from_config``)."""
+        return cls(**config)
+
+
+Model = Layer  # In PyTorch a model is a module like any layer (Keras has keras.Model).
 
 
 def dense(in_features: int, out_features: int) -> nn.Linear:

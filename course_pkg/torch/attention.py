@@ -1,9 +1,14 @@
-"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017, §3.2)."""
+"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017, §3.2).
+
+Shapes: ``batch`` sequences, ``Tq`` queries attending to ``Tk`` keys (``seq``
+either length, in the head helpers), ``...`` any leading axes; ``dk`` the depth
+of queries and keys, ``dv`` that of values; ``d_model`` the model width,
+``heads`` attention heads of ``depth = d_model // num_heads`` features each.
+"""
 
 import math
 
 import torch
-from torch import nn
 
 from .._checks import (
     check_features,
@@ -12,7 +17,7 @@ from .._checks import (
     check_mask_shape,
     check_matching_depth,
 )
-from ._layers import dense
+from ._layers import Layer, dense
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -53,7 +58,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
@@ -119,5 +124,5 @@ class MultiHeadAttention(nn.Module):
         return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "num_heads": self.num_heads}
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads}

@@ -4,6 +4,9 @@ Same names, signatures and batches as :mod:`course_pkg.tensorflow.data`; the
 text side (corpus, :class:`~course_pkg.data.Tokenizer`,
 :class:`~course_pkg.data.Vocab`) is framework-free in :mod:`course_pkg.data`.
 
+Shapes: ``batch`` sentence pairs per batch, padded to ``S_b`` source and
+``T_b`` target positions, the longest of that batch.
+
 Example::
 
     from course_pkg.data import Tokenizer, Vocab, make_number_corpus

@@ -1,16 +1,22 @@
-"""The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1)."""
+"""The decoder: masked self-attention, encoder-decoder attention, feed-forward (§3.1).
+
+Shapes: ``batch`` sentences of ``src_len`` source and ``tgt_len`` target
+positions, ``d_model`` features, ``heads`` attention heads of ``depth``
+features each. Step-by-step decoding feeds ``new`` target positions after the
+``past`` ones already in the cache.
+"""
 
 import torch
 from torch import nn
 
 from .._checks import check_dropout, check_positive
-from ._layers import layer_norm
+from ._layers import Layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(Layer):
     """One decoder layer, post-LN as in the paper.
 
     ``x = norm1(x + dropout1(self_attn(x, x, x, look_ahead_mask)))``
@@ -26,8 +32,9 @@ class DecoderLayer(nn.Module):
     Call:
         ``layer(x, enc_output, look_ahead_mask=None, padding_mask=None,
         return_attention=False)``; ``look_ahead_mask`` is the combined
-        look-ahead + target padding mask, ``padding_mask`` the source padding
-        mask. With ``return_attention=True`` returns
+        look-ahead + target padding mask (:func:`create_combined_mask`),
+        ``padding_mask`` the source padding mask (:func:`create_padding_mask`).
+        With ``return_attention=True`` returns
         ``(x, self_attention_weights, cross_attention_weights)``.
 
     Shape:
@@ -40,7 +47,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model, num_heads, dff, dropout=0.1):
         super().__init__()
         check_dropout(dropout)
-        self.d_model, self.num_heads, self.dff, self.rate = d_model, num_heads, dff, dropout
+        self.d_model, self.num_heads, self.dff, self.dropout = d_model, num_heads, dff, dropout
         self.self_attn = MultiHeadAttention(d_model, num_heads)
         self.cross_attn = MultiHeadAttention(d_model, num_heads)
         self.ffn = FeedForward(d_model, dff, dropout)
@@ -53,11 +60,11 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, enc_output, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):
-        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask)  # (batch, tgt, d_model)
-        x = self.norm1(x + self.dropout1(attn))  # (batch, tgt, d_model)
+        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask)  # (batch, tgt_len, d_model)
+        x = self.norm1(x + self.dropout1(attn))  # (batch, tgt_len, d_model)
         attn, cross_weights = self.cross_attn(x, enc_output, enc_output, mask=padding_mask)
-        x = self.norm2(x + self.dropout2(attn))  # (batch, tgt, d_model)
-        x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, tgt, d_model)
+        x = self.norm2(x + self.dropout2(attn))  # (batch, tgt_len, d_model)
+        x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, tgt_len, d_model)
         return (x, self_weights, cross_weights) if return_attention else x
 
     def step(self, x, cache, look_ahead_mask=None, padding_mask=None):
@@ -84,12 +91,12 @@ class DecoderLayer(nn.Module):
         return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.rate}
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
+                "dropout": self.dropout}
 
 
-class Decoder(nn.Module):
+class Decoder(Layer):
     """Positional embedding, dropout, then ``num_layers`` decoder layers.
 
     Args:
@@ -99,11 +106,15 @@ class Decoder(nn.Module):
 
     Call:
         ``decoder(tokens, enc_output, look_ahead_mask=None, padding_mask=None,
-        return_attention=False)``; with ``return_attention=True`` returns
-        ``(x, [self weights per layer], [cross weights per layer])``.
+        return_attention=False)``; ``look_ahead_mask`` is the combined
+        look-ahead + target padding mask (:func:`create_combined_mask`),
+        ``padding_mask`` the source padding mask (:func:`create_padding_mask`),
+        both course masks (1.0 = blocked). With ``return_attention=True``
+        returns ``(x, [self weights per layer], [cross weights per layer])``.
 
     Shape:
-        tokens (batch, tgt_len) int, enc_output (batch, src_len, d_model)
+        tokens (batch, tgt_len) int, enc_output (batch, src_len, d_model),
+        look_ahead_mask (batch, 1, tgt_len, tgt_len), padding_mask (batch, 1, 1, src_len)
         -> (batch, tgt_len, d_model).
     """
 
@@ -111,16 +122,16 @@ class Decoder(nn.Module):
         super().__init__()
         check_positive(num_layers=num_layers)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
-        self.vocab_size, self.max_len, self.rate = vocab_size, max_len, dropout
+        self.vocab_size, self.max_len, self.dropout = vocab_size, max_len, dropout
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
-        self.dropout = nn.Dropout(dropout)
+        self.embedding_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             [DecoderLayer(d_model, num_heads, dff, dropout) for _ in range(num_layers)]
         )
 
     def forward(self, tokens, enc_output, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):
-        x = self.dropout(self.embedding(tokens))  # (batch, tgt_len, d_model)
+        x = self.embedding_dropout(self.embedding(tokens))  # (batch, tgt_len, d_model)
         self_maps, cross_maps = [], []
         for layer in self.layers:
             x, self_weights, cross_weights = layer(
@@ -153,7 +164,7 @@ class Decoder(nn.Module):
             -> (batch, new, d_model), the grown cache.
         """
         past = cache[0]["self_k"].shape[2]
-        x = self.dropout(self.embedding(tokens, start=past))  # (batch, new, d_model)
+        x = self.embedding_dropout(self.embedding(tokens, start=past))  # (batch, new, d_model)
         new_cache = []
         for layer, layer_cache in zip(self.layers, cache):
             x, layer_cache = layer.step(x, layer_cache, look_ahead_mask, padding_mask)
@@ -161,7 +172,7 @@ class Decoder(nn.Module):
         return x, new_cache
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"num_layers": self.num_layers, "d_model": self.d_model,
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.rate}
+                "max_len": self.max_len, "dropout": self.dropout}

@@ -11,6 +11,11 @@ so each step costs O(1) in the prefix length; ``use_cache=False`` instead calls
 ``model(src_tokens, prefix)`` on the whole prefix at every step, the slow way
 the cache is measured against. Every tensor in ``state`` is batch-first, so
 beam search can reorder it.
+
+Shapes: ``batch`` sources of ``src_len`` tokens, ``steps`` generated tokens,
+``new`` tokens fed per decoding step, logits over ``vocab`` target tokens; beam
+search keeps ``beam`` (``beam_size``) hypotheses per source,
+``rows = batch * beam`` in all.
 """
 
 import torch

@@ -1,15 +1,19 @@
-"""The encoder: a stack of self-attention + feed-forward layers (Vaswani et al., 2017, §3.1)."""
+"""The encoder: a stack of self-attention + feed-forward layers (Vaswani et al., 2017, §3.1).
+
+Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
+``heads`` attention heads.
+"""
 
 from torch import nn
 
 from .._checks import check_dropout, check_positive
-from ._layers import layer_norm
+from ._layers import Layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
-class EncoderLayer(nn.Module):
+class EncoderLayer(Layer):
     """One encoder layer, post-LN as in the paper.
 
     ``x = norm1(x + dropout1(self_attn(x, x, x, mask)))``
@@ -34,7 +38,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model, num_heads, dff, dropout=0.1):
         super().__init__()
         check_dropout(dropout)
-        self.d_model, self.num_heads, self.dff, self.rate = d_model, num_heads, dff, dropout
+        self.d_model, self.num_heads, self.dff, self.dropout = d_model, num_heads, dff, dropout
         self.self_attn = MultiHeadAttention(d_model, num_heads)
         self.ffn = FeedForward(d_model, dff, dropout)
         self.norm1 = layer_norm(d_model)
@@ -49,12 +53,12 @@ class EncoderLayer(nn.Module):
         return (x, weights) if return_attention else x
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.rate}
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
+                "dropout": self.dropout}
 
 
-class Encoder(nn.Module):
+class Encoder(Layer):
     """Positional embedding, dropout, then ``num_layers`` encoder layers.
 
     Args:
@@ -75,15 +79,15 @@ class Encoder(nn.Module):
         super().__init__()
         check_positive(num_layers=num_layers)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
-        self.vocab_size, self.max_len, self.rate = vocab_size, max_len, dropout
+        self.vocab_size, self.max_len, self.dropout = vocab_size, max_len, dropout
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
-        self.dropout = nn.Dropout(dropout)
+        self.embedding_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             [EncoderLayer(d_model, num_heads, dff, dropout) for _ in range(num_layers)]
         )
 
     def forward(self, tokens, mask=None, return_attention=False):
-        x = self.dropout(self.embedding(tokens))  # (batch, seq, d_model)
+        x = self.embedding_dropout(self.embedding(tokens))  # (batch, seq, d_model)
         maps = []
         for layer in self.layers:
             x, weights = layer(x, mask=mask, return_attention=True)  # weights: (batch, heads, seq, seq)
@@ -91,7 +95,7 @@ class Encoder(nn.Module):
         return (x, maps) if return_attention else x
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"num_layers": self.num_layers, "d_model": self.d_model,
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.rate}
+                "max_len": self.max_len, "dropout": self.dropout}

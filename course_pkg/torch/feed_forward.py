@@ -1,13 +1,17 @@
-"""The position-wise feed-forward network (Vaswani et al., 2017, §3.3)."""
+"""The position-wise feed-forward network (Vaswani et al., 2017, §3.3).
+
+Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features in and
+out, ``dff`` hidden features.
+"""
 
 import torch
 from torch import nn
 
 from .._checks import check_dropout, check_positive
-from ._layers import dense
+from ._layers import Layer, dense
 
 
-class FeedForward(nn.Module):
+class FeedForward(Layer):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike.
 
     Dropout acts on the hidden layer, as in ``torch.nn.TransformerEncoderLayer``.
@@ -25,16 +29,15 @@ class FeedForward(nn.Module):
         super().__init__()
         check_positive(d_model=d_model, dff=dff)
         check_dropout(dropout)
-        self.d_model, self.dff, self.rate = d_model, dff, dropout
+        self.d_model, self.dff, self.dropout = d_model, dff, dropout
         self.w1 = dense(d_model, dff)
-        self.dropout = nn.Dropout(dropout)
+        self.hidden_dropout = nn.Dropout(dropout)
         self.w2 = dense(dff, d_model)
 
     def forward(self, x):
         hidden = torch.relu(self.w1(x))  # (batch, seq, dff)
-        return self.w2(self.dropout(hidden))  # (batch, seq, d_model)
+        return self.w2(self.hidden_dropout(hidden))  # (batch, seq, d_model)
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "dff": self.dff, "dropout": self.rate}
-
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "dff": self.dff, "dropout": self.dropout}

@@ -14,9 +14,14 @@ layer                                  boolean mask means
 ``keras.layers.MultiHeadAttention``    ``True`` = may attend (:func:`to_attend_mask`)
 =====================================  ===============================
 
-``nn.MultiheadAttention`` wants ``attn_mask`` of shape ``(q_len, k_len)`` or
-``(batch * heads, q_len, k_len)`` and a ``key_padding_mask`` of shape
-``(batch, k_len)``: squeeze or expand the converted mask to fit.
+``nn.MultiheadAttention`` wants ``attn_mask`` of shape ``(Tq, Tk)`` or
+``(batch * heads, Tq, Tk)`` and a ``key_padding_mask`` of shape
+``(batch, Tk)``: squeeze or expand the converted mask to fit.
+
+Shapes: ``batch`` sequences of ``seq`` tokens; a course mask's axes of size 1
+broadcast over the ``heads`` and the queries. ``size`` is the side of the square
+look-ahead mask; ``Tq`` and ``Tk``, the query and key lengths, size the
+frameworks' own masks.
 """
 
 import torch

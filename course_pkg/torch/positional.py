@@ -1,9 +1,12 @@
-"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5)."""
+"""Positional encoding and the token embedding it is added to (Vaswani et al., 2017, §3.4-3.5).
+
+Shapes: ``batch`` sequences of ``seq`` tokens, embedded in ``d_model``
+features; the position table has ``length`` rows (``max_len`` in the layer).
+"""
 
 import math
 
 import torch
-from torch import nn
 
 from .._checks import (
     check_length,
@@ -12,7 +15,7 @@ from .._checks import (
     check_token_range,
     check_token_rank,
 )
-from ._layers import embedding, is_integer
+from ._layers import Layer, embedding, is_integer
 
 
 def positional_encoding(length, d_model):
@@ -35,8 +38,8 @@ def positional_encoding(length, d_model):
 def check_tokens(tokens, vocab_size, max_len, start=0):
     """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
 
-    Valid: an integer tensor of shape (batch, length) with
-    ``start + length <= max_len`` and every id in ``[0, vocab_size)``.
+    Valid: an integer tensor of shape (batch, seq) with
+    ``start + seq <= max_len`` and every id in ``[0, vocab_size)``.
     """
     check_token_dtype(is_integer(tokens), str(tokens.dtype))
     check_token_rank(tokens.shape)
@@ -46,7 +49,7 @@ def check_tokens(tokens, vocab_size, max_len, start=0):
         check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
 
 
-class PositionalEmbedding(nn.Module):
+class PositionalEmbedding(Layer):
     """Token embedding × √d_model plus the positional encoding.
 
     Args:
@@ -79,5 +82,6 @@ class PositionalEmbedding(nn.Module):
         return x + self.pe[start:start + seq].to(x.dtype)  # (batch, seq, d_model)
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"vocab_size": self.vocab_size, "d_model": self.d_model, "max_len": self.max_len}
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
+                "max_len": self.max_len}

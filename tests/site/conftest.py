@@ -22,7 +22,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 import sitelib
 
 HTML = sitelib.HTML
@@ -188,7 +187,8 @@ def fixture_book(tmp_path_factory):
     result = subprocess.run([jupyter_book, "build", str(root), "-W", "-n", "--keep-going", "--all"],
                             cwd=root, capture_output=True, text=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, f"fixture book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, (
+        f"fixture book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     return root
 
 

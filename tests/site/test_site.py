@@ -17,7 +17,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 import sitelib
 
 DOCNAMES = sitelib.toc_docnames()

@@ -1,11 +1,13 @@
-"""Training: the masked loss and accuracy, the Noam schedule, and a small trainer.
+"""A small trainer: teacher-forced steps, evaluation, ``fit`` with budgets, checkpoints.
 
-Same names, signatures and numbers as :mod:`course_pkg.torch.training`.
+Same names, signatures and numbers as :mod:`course_pkg.torch.trainer`.
 A batch is a triple ``(src, tgt_in, tgt_out)`` of token ids, as
 :func:`course_pkg.tensorflow.make_batches` yields them: teacher forcing feeds the
-decoder ``tgt_in = <bos> y`` and scores its logits against ``tgt_out = y <eos>``.
-Positions where ``tgt_out`` holds ``pad_id`` count neither in the loss nor in
-the accuracy.
+decoder ``tgt_in = <bos> y`` and scores its logits against ``tgt_out = y <eos>``
+with :func:`~course_pkg.tensorflow.masked_loss`.
+
+Shapes: ``batch`` sentence pairs of ``src_len`` source and ``tgt_len`` target
+positions, logits over ``vocab`` target tokens.
 
 Example::
 
@@ -25,165 +27,13 @@ import shutil
 import keras
 import tensorflow as tf
 
-from .._checks import check_positive, check_token_dtype, check_token_rank
-from .._training import (
-    ADAM_BETAS,
-    ADAM_EPSILON,
-    CHECKPOINT_FORMAT,
-    check_label_smoothing,
-    check_loss_shapes,
-    config_differences,
-    evaluation_logs,
-    fit_loop,
-    plain,
-)
+from .._checks import check_label_smoothing, check_token_dtype, check_token_rank
+from .._training import CHECKPOINT_FORMAT, config_differences, evaluation_logs, fit_loop, plain
 from ._layers import is_integer
+from .losses import _masked_sums, masked_accuracy, masked_loss
+from .schedule import make_optimizer
 
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
-
-
-# ------------------------------------------------------------------- loss, accuracy
-
-
-def _check_labels(labels, logits):
-    labels, logits = tf.convert_to_tensor(labels), tf.convert_to_tensor(logits)
-    if not is_integer(labels):
-        raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype.name}")
-    if not logits.dtype.is_floating:
-        raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype.name}")
-    check_loss_shapes(labels.shape, logits.shape)
-    return tf.cast(labels, tf.int64), logits
-
-
-def _loss_sums(labels, logits, pad_id, label_smoothing):
-    """The loss summed over the counted (non-pad) labels, and their number."""
-    check_label_smoothing(label_smoothing)
-    labels, logits = _check_labels(labels, logits)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (batch, T, vocab) float32
-    keep = labels != pad_id  # (batch, T)
-    # pad ids may lie outside the vocabulary (e.g. -100): gather at id 0 there instead
-    safe = tf.where(keep, labels, tf.zeros_like(labels))  # (batch, T)
-    # Cross-entropy against the target q = (1 - eps) one_hot + eps / vocab:
-    # -sum(q log p) = (1 - eps) * (-log p[label]) + eps * mean(-log p).
-    nll = -tf.gather(log_probs, safe[..., tf.newaxis], batch_dims=2)[..., 0]  # (batch, T)
-    uniform = -tf.reduce_mean(log_probs, axis=-1)  # (batch, T)
-    per_token = (1.0 - label_smoothing) * nll + label_smoothing * uniform  # (batch, T)
-    weights = tf.cast(keep, tf.float32)  # (batch, T)
-    return tf.reduce_sum(per_token * weights), tf.reduce_sum(weights)
-
-
-def _hits(labels, logits, keep):
-    """1.0 where the most likely token is the label and the label counts, else 0.0."""
-    return tf.cast((tf.argmax(logits, axis=-1) == labels) & keep, tf.float32)  # (batch, T)
-
-
-def _masked_sums(labels, logits, pad_id, label_smoothing):
-    """Summed loss, number of correct predictions and number of counted (non-pad) labels."""
-    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
-    labels, logits = _check_labels(labels, logits)
-    return loss_sum, tf.reduce_sum(_hits(labels, logits, labels != pad_id)), count
-
-
-def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
-    """Cross-entropy averaged over the labels that are not ``pad_id``.
-
-    With ``label_smoothing = eps`` the target distribution is
-    ``(1 - eps) * one_hot(label) + eps / vocab`` (Szegedy et al., 2016; the
-    paper uses eps = 0.1), as in ``torch.nn.functional.cross_entropy(...,
-    label_smoothing=eps)`` and Keras' ``CategoricalCrossentropy(label_smoothing=eps)``.
-    Computed in float32 whatever the logits' dtype; a batch with no label to
-    count (all pad) gives 0, not NaN.
-
-    Args:
-        labels: target token ids (``tgt_out``).
-        logits: the model's logits.
-        pad_id: the label id to ignore.
-        label_smoothing: eps in [0, 1).
-
-    Returns:
-        the mean loss, a float32 scalar tensor.
-
-    Shape:
-        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
-    """
-    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
-    return loss_sum / tf.maximum(count, 1.0)
-
-
-def masked_accuracy(labels, logits, pad_id=0):
-    """Fraction of the non-pad labels that are the logits' argmax (0 if all are pad).
-
-    Args:
-        labels: target token ids (``tgt_out``).
-        logits: the model's logits.
-        pad_id: the label id to ignore.
-
-    Returns:
-        the accuracy, a float32 scalar tensor.
-
-    Shape:
-        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
-    """
-    labels, logits = _check_labels(labels, logits)
-    keep = labels != pad_id  # (batch, T)
-    return tf.reduce_sum(_hits(labels, logits, keep)) / tf.maximum(
-        tf.reduce_sum(tf.cast(keep, tf.float32)), 1.0)
-
-
-# -------------------------------------------------------------- learning-rate schedule
-@keras.saving.register_keras_serializable(package="course_pkg")
-class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """The learning rate of the paper: warm up linearly, then decay as 1/sqrt(step).
-
-    ``lr = d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)``,
-    highest at ``step = warmup_steps``. Optimizers count from 0: step 0 gets
-    the step-1 value. A Keras ``LearningRateSchedule``, meant as the
-    ``learning_rate`` of a Keras optimizer (:func:`make_optimizer` does that),
-    which evaluates it at its ``iterations`` before every update.
-
-    Args:
-        d_model: model width.
-        warmup_steps: steps of linear warm-up.
-
-    Call:
-        ``schedule(step)`` returns the learning rate at optimizer step ``step``
-        as a float32 scalar tensor.
-    """
-
-    def __init__(self, d_model, warmup_steps=4000):
-        check_positive(d_model=d_model, warmup_steps=warmup_steps)
-        self.d_model, self.warmup_steps = d_model, warmup_steps
-
-    def __call__(self, step):
-        step = tf.maximum(tf.cast(step, tf.float32), 1.0)
-        return self.d_model ** -0.5 * tf.minimum(step ** -0.5, step * self.warmup_steps ** -1.5)
-
-    def get_config(self):
-        """The constructor arguments (for Keras' serialisation)."""
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
-
-
-def make_optimizer(model, d_model, warmup_steps=4000):
-    """Adam with the paper's betas (0.9, 0.98) and epsilon 1e-9, driven by :class:`NoamSchedule`.
-
-    Args:
-        model: unused (a Keras optimizer learns the variables it is given at
-            each step); kept so that the call is the same as in PyTorch.
-        d_model: width for the schedule (usually ``model.d_model``).
-        warmup_steps: steps of linear warm-up.
-
-    Returns:
-        ``(optimizer, schedule)``: a ``keras.optimizers.Adam`` whose learning
-        rate is the :class:`NoamSchedule`, and that schedule; the optimizer
-        evaluates it by itself at every step.
-    """
-    schedule = NoamSchedule(d_model, warmup_steps)
-    optimizer = keras.optimizers.Adam(learning_rate=schedule, beta_1=ADAM_BETAS[0],
-                                      beta_2=ADAM_BETAS[1], epsilon=ADAM_EPSILON)
-    return optimizer, schedule
-
-
-# --------------------------------------------------------------------------- trainer
 
 
 class Trainer:
@@ -202,19 +52,20 @@ class Trainer:
         warmup_steps: warm-up of the default Noam schedule.
         label_smoothing: eps of :func:`masked_loss`, in training and evaluation.
         pad_id: the padding id of the targets.
-        seed: seeds the framework (``keras.utils.set_random_seed``); ``None``
-            leaves it. Keras fixes dropout's random streams when it builds the
-            model: seed before building it, for the same initial weights and
-            dropout masks.
+        seed: ``None`` (the default) leaves the framework's random generator
+            as it is; pass ``seed=...`` to seed it (``keras.utils.set_random_seed``).
+            Keras fixes dropout's random streams when it builds the model: seed
+            before building it, for the same initial weights and dropout masks.
 
     Attributes:
-        model, optimizer, schedule, label_smoothing, pad_id; ``step``, the
-        number of training steps taken (saved and restored with the
-        checkpoints).
+        model, optimizer, schedule, label_smoothing, pad_id. Read-only:
+        ``device``, where the model's weights live; ``step``, the number of
+        training steps taken (saved and restored with the checkpoints);
+        ``learning_rate``, that of the next step.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=0):
+                 label_smoothing=0.1, pad_id=0, seed=None):
         check_label_smoothing(label_smoothing)
         if seed is not None:
             keras.utils.set_random_seed(seed)
@@ -244,6 +95,12 @@ class Trainer:
     def step(self):
         """The number of training steps taken, a Python int."""
         return int(self._step.numpy())
+
+    @property
+    def device(self):
+        """The device string of the model's first variable, where its weights live, e.g.
+        ``"/job:localhost/replica:0/task:0/device:GPU:0"`` (TensorFlow places the batches itself)."""
+        return self.model.variables[0].value.device
 
     @property
     def learning_rate(self):

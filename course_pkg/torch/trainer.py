@@ -1,11 +1,13 @@
-"""Training: the masked loss and accuracy, the Noam schedule, and a small trainer.
+"""A small trainer: teacher-forced steps, evaluation, ``fit`` with budgets, checkpoints.
 
-Same names, signatures and numbers as :mod:`course_pkg.tensorflow.training`.
+Same names, signatures and numbers as :mod:`course_pkg.tensorflow.trainer`.
 A batch is a triple ``(src, tgt_in, tgt_out)`` of token ids, as
 :func:`course_pkg.torch.make_batches` yields them: teacher forcing feeds the
-decoder ``tgt_in = <bos> y`` and scores its logits against ``tgt_out = y <eos>``.
-Positions where ``tgt_out`` holds ``pad_id`` count neither in the loss nor in
-the accuracy.
+decoder ``tgt_in = <bos> y`` and scores its logits against ``tgt_out = y <eos>``
+with :func:`~course_pkg.torch.masked_loss`.
+
+Shapes: ``batch`` sentence pairs of ``src_len`` source and ``tgt_len`` target
+positions, logits over ``vocab`` target tokens.
 
 Example::
 
@@ -22,160 +24,11 @@ import os
 
 import torch
 
-from .._checks import check_positive, check_token_dtype, check_token_rank
-from .._training import (
-    ADAM_BETAS,
-    ADAM_EPSILON,
-    CHECKPOINT_FORMAT,
-    check_label_smoothing,
-    check_loss_shapes,
-    config_differences,
-    evaluation_logs,
-    fit_loop,
-    plain,
-)
+from .._checks import check_label_smoothing, check_token_dtype, check_token_rank
+from .._training import CHECKPOINT_FORMAT, config_differences, evaluation_logs, fit_loop, plain
 from ._layers import is_integer
-
-
-
-# ------------------------------------------------------------------- loss, accuracy
-
-
-def _check_labels(labels, logits):
-    labels, logits = torch.as_tensor(labels), torch.as_tensor(logits)
-    if not is_integer(labels):
-        raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype}")
-    if not logits.dtype.is_floating_point:
-        raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype}")
-    check_loss_shapes(labels.shape, logits.shape)
-    return labels.to(device=logits.device, dtype=torch.int64), logits
-
-
-def _loss_sums(labels, logits, pad_id, label_smoothing):
-    """The loss summed over the counted (non-pad) labels, and their number."""
-    check_label_smoothing(label_smoothing)
-    labels, logits = _check_labels(labels, logits)
-    log_probs = torch.log_softmax(logits.float(), dim=-1)  # (batch, T, vocab) float32
-    keep = labels != pad_id  # (batch, T)
-    # pad ids may lie outside the vocabulary (e.g. -100): gather at id 0 there instead
-    safe = torch.where(keep, labels, 0)  # (batch, T)
-    # Cross-entropy against the target q = (1 - eps) one_hot + eps / vocab:
-    # -sum(q log p) = (1 - eps) * (-log p[label]) + eps * mean(-log p).
-    nll = -log_probs.gather(-1, safe[..., None])[..., 0]  # (batch, T)
-    uniform = -log_probs.mean(dim=-1)  # (batch, T)
-    per_token = (1.0 - label_smoothing) * nll + label_smoothing * uniform  # (batch, T)
-    weights = keep.float()  # (batch, T)
-    return (per_token * weights).sum(), weights.sum()
-
-
-def _hits(labels, logits, keep):
-    """1.0 where the most likely token is the label and the label counts, else 0.0."""
-    return ((logits.argmax(dim=-1) == labels) & keep).float()  # (batch, T)
-
-
-def _masked_sums(labels, logits, pad_id, label_smoothing):
-    """Summed loss, number of correct predictions and number of counted (non-pad) labels."""
-    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
-    labels, logits = _check_labels(labels, logits)
-    return loss_sum, _hits(labels, logits, labels != pad_id).sum(), count
-
-
-def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
-    """Cross-entropy averaged over the labels that are not ``pad_id``.
-
-    With ``label_smoothing = eps`` the target distribution is
-    ``(1 - eps) * one_hot(label) + eps / vocab`` (Szegedy et al., 2016; the
-    paper uses eps = 0.1), as in ``torch.nn.functional.cross_entropy(...,
-    label_smoothing=eps)`` and Keras' ``CategoricalCrossentropy(label_smoothing=eps)``.
-    Computed in float32 whatever the logits' dtype; a batch with no label to
-    count (all pad) gives 0, not NaN.
-
-    Args:
-        labels: target token ids (``tgt_out``).
-        logits: the model's logits.
-        pad_id: the label id to ignore.
-        label_smoothing: eps in [0, 1).
-
-    Returns:
-        the mean loss, a float32 scalar tensor.
-
-    Shape:
-        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
-    """
-    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
-    return loss_sum / count.clamp(min=1.0)
-
-
-def masked_accuracy(labels, logits, pad_id=0):
-    """Fraction of the non-pad labels that are the logits' argmax (0 if all are pad).
-
-    Args:
-        labels: target token ids (``tgt_out``).
-        logits: the model's logits.
-        pad_id: the label id to ignore.
-
-    Returns:
-        the accuracy, a float32 scalar tensor.
-
-    Shape:
-        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
-    """
-    labels, logits = _check_labels(labels, logits)
-    keep = labels != pad_id  # (batch, T)
-    return _hits(labels, logits, keep).sum() / keep.sum().clamp(min=1).float()
-
-
-# -------------------------------------------------------------- learning-rate schedule
-class NoamSchedule:
-    """The learning rate of the paper: warm up linearly, then decay as 1/sqrt(step).
-
-    ``lr = d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)``,
-    highest at ``step = warmup_steps``. Optimizers count from 0: step 0 gets
-    the step-1 value. A plain callable, meant as ``lr_lambda`` of
-    ``torch.optim.lr_scheduler.LambdaLR`` with the optimizer's base lr = 1.0
-    (:func:`make_optimizer` does that).
-
-    Args:
-        d_model: model width.
-        warmup_steps: steps of linear warm-up.
-
-    Call:
-        ``schedule(step)`` returns the learning rate at optimizer step ``step``
-        as a Python float.
-    """
-
-    def __init__(self, d_model, warmup_steps=4000):
-        check_positive(d_model=d_model, warmup_steps=warmup_steps)
-        self.d_model, self.warmup_steps = d_model, warmup_steps
-
-    def __call__(self, step):
-        step = max(float(step), 1.0)
-        return self.d_model ** -0.5 * min(step ** -0.5, step * self.warmup_steps ** -1.5)
-
-    def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
-
-
-def make_optimizer(model, d_model, warmup_steps=4000):
-    """Adam with the paper's betas (0.9, 0.98) and epsilon 1e-9, driven by :class:`NoamSchedule`.
-
-    Args:
-        model: the model whose parameters are trained.
-        d_model: width for the schedule (usually ``model.d_model``).
-        warmup_steps: steps of linear warm-up.
-
-    Returns:
-        ``(optimizer, schedule)``: a ``torch.optim.Adam`` with base lr 1.0 and the
-        ``torch.optim.lr_scheduler.LambdaLR`` that scales it by ``NoamSchedule``;
-        call ``schedule.step()`` after every ``optimizer.step()``.
-    """
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPSILON)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, NoamSchedule(d_model, warmup_steps))
-    return optimizer, schedule
-
-
-# --------------------------------------------------------------------------- trainer
+from .losses import _masked_sums, masked_accuracy, masked_loss
+from .schedule import make_optimizer
 
 
 class Trainer:
@@ -194,18 +47,20 @@ class Trainer:
         warmup_steps: warm-up of the default Noam schedule.
         label_smoothing: eps of :func:`masked_loss`, in training and evaluation.
         pad_id: the padding id of the targets.
-        seed: seeds the framework (``torch.manual_seed``) for dropout; ``None``
-            leaves it. Seed it before building the model too, for the same
+        seed: ``None`` (the default) leaves the framework's random generator
+            as it is; pass ``seed=...`` to seed it (``torch.manual_seed``) for
+            dropout. Seed it before building the model too, for the same
             initial weights.
 
     Attributes:
-        model, optimizer, schedule, label_smoothing, pad_id; ``device``, the
-        model's device; ``step``, the number of training steps taken (saved
-        and restored with the checkpoints).
+        model, optimizer, schedule, label_smoothing, pad_id. Read-only:
+        ``device``, where the model's weights live; ``step``, the number of
+        training steps taken (saved and restored with the checkpoints);
+        ``learning_rate``, that of the next step.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=0):
+                 label_smoothing=0.1, pad_id=0, seed=None):
         check_label_smoothing(label_smoothing)
         if seed is not None:
             torch.manual_seed(seed)
@@ -222,11 +77,17 @@ class Trainer:
             optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps)
         self.optimizer, self.schedule = optimizer, schedule
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
-        self.step = 0
+        self._step = 0
+
+    @property
+    def step(self):
+        """The number of training steps taken, a Python int."""
+        return self._step
 
     @property
     def device(self):
-        """The device of the model's parameters (batches are moved there)."""
+        """The ``torch.device`` of the model's first parameter, where its weights live (batches are
+        moved there)."""
         return next(self.model.parameters()).device
 
     @property
@@ -258,7 +119,7 @@ class Trainer:
         self.optimizer.step()
         if self.schedule is not None:
             self.schedule.step()
-        self.step += 1
+        self._step += 1
         accuracy = masked_accuracy(tgt_out, logits.detach(), self.pad_id)
         return {"loss": float(loss.detach()), "accuracy": float(accuracy)}
 
@@ -370,7 +231,7 @@ class Trainer:
         if self.schedule is not None and checkpoint["schedule"] is not None:
             self.schedule.load_state_dict(checkpoint["schedule"])
         self.model.load_state_dict(checkpoint["model"])
-        self.step = int(checkpoint["step"])
+        self._step = int(checkpoint["step"])
         torch.set_rng_state(checkpoint["rng"]["cpu"])
         if "cuda" in checkpoint["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(checkpoint["rng"]["cuda"], self.device)

@@ -1,0 +1,100 @@
+"""The masked loss and accuracy of teacher-forced training.
+
+Same names, signatures and numbers as :mod:`course_pkg.torch.losses`.
+The labels are the targets ``tgt_out = y <eos>`` that the decoder's logits are
+scored against; positions where they hold ``pad_id`` count neither in the loss
+nor in the accuracy.
+
+Shapes: ``batch`` sentences of ``T`` (``tgt_len``) target positions, logits
+over ``vocab`` target tokens.
+"""
+
+import tensorflow as tf
+
+from .._checks import check_label_smoothing, check_loss_shapes
+from ._layers import is_integer
+
+
+def _check_labels(labels, logits):
+    labels, logits = tf.convert_to_tensor(labels), tf.convert_to_tensor(logits)
+    if not is_integer(labels):
+        raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype.name}")
+    if not logits.dtype.is_floating:
+        raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype.name}")
+    check_loss_shapes(labels.shape, logits.shape)
+    return tf.cast(labels, tf.int64), logits
+
+
+def _loss_sums(labels, logits, pad_id, label_smoothing):
+    """The loss summed over the counted (non-pad) labels, and their number."""
+    check_label_smoothing(label_smoothing)
+    labels, logits = _check_labels(labels, logits)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (batch, T, vocab) float32
+    keep = labels != pad_id  # (batch, T)
+    # pad ids may lie outside the vocabulary (e.g. -100): gather at id 0 there instead
+    safe = tf.where(keep, labels, tf.zeros_like(labels))  # (batch, T)
+    # Cross-entropy against the target q = (1 - eps) one_hot + eps / vocab:
+    # -sum(q log p) = (1 - eps) * (-log p[label]) + eps * mean(-log p).
+    nll = -tf.gather(log_probs, safe[..., tf.newaxis], batch_dims=2)[..., 0]  # (batch, T)
+    uniform = -tf.reduce_mean(log_probs, axis=-1)  # (batch, T)
+    per_token = (1.0 - label_smoothing) * nll + label_smoothing * uniform  # (batch, T)
+    weights = tf.cast(keep, tf.float32)  # (batch, T)
+    return tf.reduce_sum(per_token * weights), tf.reduce_sum(weights)
+
+
+def _hits(labels, logits, keep):
+    """1.0 where the most likely token is the label and the label counts, else 0.0."""
+    return tf.cast((tf.argmax(logits, axis=-1) == labels) & keep, tf.float32)  # (batch, T)
+
+
+def _masked_sums(labels, logits, pad_id, label_smoothing):
+    """Summed loss, number of correct predictions and number of counted (non-pad) labels."""
+    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
+    labels, logits = _check_labels(labels, logits)
+    return loss_sum, tf.reduce_sum(_hits(labels, logits, labels != pad_id)), count
+
+
+def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
+    """Cross-entropy averaged over the labels that are not ``pad_id``.
+
+    With ``label_smoothing = eps`` the target distribution is
+    ``(1 - eps) * one_hot(label) + eps / vocab`` (Szegedy et al., 2016; the
+    paper uses eps = 0.1), as in ``torch.nn.functional.cross_entropy(...,
+    label_smoothing=eps)`` and Keras' ``CategoricalCrossentropy(label_smoothing=eps)``.
+    Computed in float32 whatever the logits' dtype; a batch with no label to
+    count (all pad) gives 0, not NaN.
+
+    Args:
+        labels: target token ids (``tgt_out``).
+        logits: the model's logits.
+        pad_id: the label id to ignore.
+        label_smoothing: eps in [0, 1).
+
+    Returns:
+        the mean loss, a float32 scalar tensor.
+
+    Shape:
+        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
+    """
+    loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
+    return loss_sum / tf.maximum(count, 1.0)
+
+
+def masked_accuracy(labels, logits, pad_id=0):
+    """Fraction of the non-pad labels that are the logits' argmax (0 if all are pad).
+
+    Args:
+        labels: target token ids (``tgt_out``).
+        logits: the model's logits.
+        pad_id: the label id to ignore.
+
+    Returns:
+        the accuracy, a float32 scalar tensor.
+
+    Shape:
+        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
+    """
+    labels, logits = _check_labels(labels, logits)
+    keep = labels != pad_id  # (batch, T)
+    return tf.reduce_sum(_hits(labels, logits, keep)) / tf.maximum(
+        tf.reduce_sum(tf.cast(keep, tf.float32)), 1.0)

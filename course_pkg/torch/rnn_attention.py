@@ -1,0 +1,151 @@
+"""Attention for the RNN encoder-decoder: Bahdanau's additive and Luong's multiplicative scores.
+
+At each decoding step the decoder's state (the query) scores every encoder
+output (the keys), a softmax turns the scores into weights, and the weighted
+sum of the keys is the context vector (Bahdanau et al., 2015; Luong et al.,
+2015). :class:`~course_pkg.torch.AttentionDecoder` calls them once per step.
+
+Shapes: ``batch`` sequences, ``Tq`` queries of ``query_dim`` features scored
+against ``Tk`` keys of ``key_dim`` features, ``units`` features in the scores'
+hidden layer.
+"""
+
+import torch
+from torch import nn
+
+from .._checks import (
+    RNN_MASK,
+    check_batch,
+    check_choice,
+    check_features,
+    check_mask_shape,
+    check_positive,
+)
+from ._layers import Layer
+
+LUONG_SCORES = ("dot", "general")
+
+
+
+def _projection(in_features, out_features):
+    """A dense layer without bias (Glorot-uniform kernel), as in the attention papers."""
+    layer = nn.Linear(in_features, out_features, bias=False)
+    nn.init.xavier_uniform_(layer.weight)
+    return layer
+
+
+def _masked_softmax(scores, mask=None):
+    """Softmax over the last axis in float32; blocked (mask != 0) keys get exactly 0.
+
+    A fully blocked row gets all-zero weights (never NaN), as in
+    :func:`~course_pkg.torch.scaled_dot_product_attention`.
+    """
+    scores = scores.float()  # (batch, Tq, Tk)
+    if mask is not None:
+        mask = torch.as_tensor(mask, device=scores.device)
+        check_mask_shape(mask.shape, scores.shape, **RNN_MASK)
+        blocked = mask != 0  # (batch, Tq, Tk) after broadcasting
+        scores = scores.masked_fill(blocked, torch.finfo(torch.float32).min)
+    weights = torch.softmax(scores, dim=-1)  # (batch, Tq, Tk)
+    if mask is not None:
+        weights = weights.masked_fill(blocked, 0.0)  # exact zeros, also in full rows
+    return weights
+
+
+class BahdanauAttention(Layer):
+    """Additive attention (Bahdanau et al., 2015): score(q, k) = vᵀ tanh(W1 q + W2 k).
+
+    The projections ``w1`` (query_dim -> units), ``w2`` (key_dim -> units) and
+    ``v`` (units -> 1) have no bias, as in the paper. The keys are also the values.
+
+    Args:
+        units: width of the hidden layer inside the score.
+        query_dim: width of the queries (default ``units``).
+        key_dim: width of the keys (default ``units``).
+
+    Call:
+        ``attention(query, keys, mask=None)`` returns ``(context, weights)``.
+        ``mask`` is a course mask (1.0 = blocked) that broadcasts to
+        (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
+        get a weight of exactly 0; a fully blocked row gets all-zero weights and
+        a zero context (never NaN). The softmax runs in float32.
+
+    Shape:
+        query (batch, Tq, query_dim), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
+        context (batch, Tq, key_dim), weights (batch, Tq, Tk).
+    """
+
+    def __init__(self, units, query_dim=None, key_dim=None):
+        super().__init__()
+        query_dim = units if query_dim is None else query_dim
+        key_dim = units if key_dim is None else key_dim
+        check_positive(units=units, query_dim=query_dim, key_dim=key_dim)
+        self.units, self.query_dim, self.key_dim = units, query_dim, key_dim
+        self.w1 = _projection(query_dim, units)
+        self.w2 = _projection(key_dim, units)
+        self.v = _projection(units, 1)
+
+    def forward(self, query, keys, mask=None):
+        check_features(query.shape, self.query_dim, "query")
+        check_features(keys.shape, self.key_dim, "keys")
+        check_batch(query.shape[0], keys=keys.shape)
+        q = self.w1(query)[:, :, None, :]  # (batch, Tq, 1, units)
+        k = self.w2(keys)[:, None, :, :]  # (batch, 1, Tk, units)
+        scores = self.v(torch.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
+        weights = _masked_softmax(scores, mask).to(keys.dtype)  # (batch, Tq, Tk)
+        return torch.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "units": self.units, "query_dim": self.query_dim,
+                "key_dim": self.key_dim}
+
+
+class LuongAttention(Layer):
+    """Multiplicative attention (Luong et al., 2015): score(q, k) = qᵀ k or qᵀ W k.
+
+    ``score="dot"`` has no weights and needs queries and keys of equal width;
+    ``score="general"`` learns ``w`` (key_dim -> units, no bias). Scores are
+    not scaled (unlike the Transformer's √d_k). The keys are also the values.
+
+    Args:
+        units: width of the queries (and of the keys for ``"dot"``).
+        score: ``"dot"`` or ``"general"``.
+        key_dim: width of the keys (default ``units``); ``"dot"`` needs ``units``.
+
+    Call:
+        ``attention(query, keys, mask=None)`` returns ``(context, weights)``;
+        masking as in :class:`BahdanauAttention`.
+
+    Shape:
+        query (batch, Tq, units), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
+        context (batch, Tq, key_dim), weights (batch, Tq, Tk).
+    """
+
+    def __init__(self, units, score="dot", key_dim=None):
+        super().__init__()
+        check_choice("score", score, LUONG_SCORES)
+        key_dim = units if key_dim is None else key_dim
+        check_positive(units=units, key_dim=key_dim)
+        if score == "dot" and key_dim != units:
+            raise ValueError(
+                f'score="dot" needs keys as wide as the queries: key_dim={key_dim} != '
+                f'units={units}; use score="general" to compare different widths'
+            )
+        self.units, self.score, self.key_dim = units, score, key_dim
+        if score == "general":
+            self.w = _projection(key_dim, units)
+
+    def forward(self, query, keys, mask=None):
+        check_features(query.shape, self.units, "query")
+        check_features(keys.shape, self.key_dim, "keys")
+        check_batch(query.shape[0], keys=keys.shape)
+        k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
+        scores = torch.matmul(query, k.transpose(1, 2))  # (batch, Tq, Tk)
+        weights = _masked_softmax(scores, mask).to(keys.dtype)  # (batch, Tq, Tk)
+        return torch.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "units": self.units, "score": self.score,
+                "key_dim": self.key_dim}
