@@ -61,6 +61,12 @@ def _half(layer):
     return importlib.import_module(f"course_pkg.{_framework(layer)}._weights")
 
 
+def _canonical_shape(slot) -> tuple:
+    """The shape of a slot's weight (``(parameter or variable, transpose?)``) in the canonical layout."""
+    weight, transpose = slot
+    return tuple(weight.shape)[::-1] if transpose else tuple(weight.shape)
+
+
 # ----------------------------------------------------------------------------- API
 def get_weights(layer) -> dict:
     """Every weight of ``layer`` as a float32 NumPy array, under its canonical name.
@@ -89,7 +95,7 @@ def set_weights(layer, weights: dict) -> None:
     if unexpected:
         problems.append(f"unexpected {unexpected}")
     for name in sorted(set(slots) & set(weights)):
-        want = half.canonical_shape(slots[name])
+        want = _canonical_shape(slots[name])
         got = tuple(np.shape(weights[name]))
         if got != want:
             problems.append(f"{name}: expected shape {want}, got {got}")

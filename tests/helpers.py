@@ -208,10 +208,20 @@ def assert_disjoint_splits(corpus, total):
 # Framework adapters
 # ---------------------------------------------------------------------------
 class _Adapter:
-    """What both framework adapters do the same way, on top of their tensor/to_numpy/call_raw."""
+    """What both framework adapters do the same way, on top of their tensor/leaf_to_numpy/call_raw."""
 
     def _conv(self, a):
         return self.tensor(a) if isinstance(a, np.ndarray) else a
+
+    def to_numpy(self, t):
+        """``t`` as NumPy arrays, nested dicts, lists and tuples kept (each leaf by ``leaf_to_numpy``)."""
+        if isinstance(t, dict):
+            return {k: self.to_numpy(v) for k, v in t.items()}
+        if isinstance(t, (list, tuple)):
+            return type(t)(self.to_numpy(v) for v in t)
+        if t is None:
+            return None
+        return self.leaf_to_numpy(t)
 
     def call(self, layer, *args, **kw):
         """Inference-mode call (Keras training=False; torch eval + no_grad); returns NumPy
@@ -245,13 +255,7 @@ class TFAdapter(_Adapter):
                 return tf.constant(a)
         return tf.cast(tf.constant(a), dtype)
 
-    def to_numpy(self, t):
-        if isinstance(t, dict):
-            return {k: self.to_numpy(v) for k, v in t.items()}
-        if isinstance(t, (list, tuple)):
-            return type(t)(self.to_numpy(v) for v in t)
-        if t is None:
-            return None
+    def leaf_to_numpy(self, t):
         if hasattr(t, "dtype") and getattr(t.dtype, "name", "") == "bfloat16":
             t = self.tf.cast(t, "float32")
         return np.array(t)  # a writable copy
@@ -306,14 +310,8 @@ class TorchAdapter(_Adapter):
         t = self.torch.from_numpy(np.ascontiguousarray(a).copy())
         return t.to(self._dtype(dtype)) if dtype is not None else t
 
-    def to_numpy(self, t):
+    def leaf_to_numpy(self, t):
         torch = self.torch
-        if isinstance(t, dict):
-            return {k: self.to_numpy(v) for k, v in t.items()}
-        if isinstance(t, (list, tuple)):
-            return type(t)(self.to_numpy(v) for v in t)
-        if t is None:
-            return None
         if isinstance(t, torch.Tensor):
             t = t.detach().cpu()
             if t.dtype == torch.bfloat16:

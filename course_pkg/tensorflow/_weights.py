@@ -56,12 +56,6 @@ def weight_slots(layer, prefix: str = "") -> dict:
     return slots
 
 
-def canonical_shape(slot) -> tuple:
-    """The shape of the slot's weight in the canonical layout."""
-    variable, transpose = slot
-    return tuple(variable.shape)[::-1] if transpose else tuple(variable.shape)
-
-
 def read(slot) -> np.ndarray:
     """The slot's weight as a new float32 array, in the canonical layout."""
     variable, transpose = slot

@@ -87,12 +87,6 @@ def weight_slots(layer) -> dict:
     return slots
 
 
-def canonical_shape(slot) -> tuple:
-    """The shape of the slot's weight in the canonical layout."""
-    param, transpose = slot
-    return tuple(param.shape)[::-1] if transpose else tuple(param.shape)
-
-
 def read(slot) -> np.ndarray:
     """The slot's weight as a new float32 array, in the canonical layout."""
     param, transpose = slot
