@@ -9,8 +9,6 @@ import numpy as np
 from .._checks import check_count
 from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
-__all__ = ["pad_batch", "encode_pairs", "Batches", "make_batches"]
-
 
 def pad_batch(sequences, pad_id=PAD_ID, max_len=None) -> np.ndarray:
     """Right-pad sequences of ids to the longest one.

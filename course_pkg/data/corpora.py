@@ -11,8 +11,6 @@ from .._checks import check_count, check_language
 from .num2words_cache import _words_for, supported_languages
 from .tokenizer import Tokenizer
 
-__all__ = ["Corpus", "make_number_corpus", "make_number_list_corpus", "split_pairs"]
-
 
 @dataclass(frozen=True, repr=False)
 class Corpus:

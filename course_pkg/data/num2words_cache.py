@@ -14,8 +14,6 @@ from typing import Optional
 
 from .._checks import check_count, check_language
 
-__all__ = ["supported_languages", "number_words"]
-
 
 def _num2words():
     try:
@@ -31,7 +29,6 @@ def _num2words():
 def supported_languages() -> list:
     """The language codes ``num2words`` writes numbers in (``'de'``, ``'en'``, ``'fr'``, ...)."""
     return sorted(_num2words().CONVERTER_CLASSES)
-
 
 
 # Words already written, per language: {lang: {number: words}}. Filled from the

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SPACE_TOKEN", "GLUE_TOKEN", "Tokenizer"]
-
 SPACE_TOKEN = "<space>"
 """Emitted where the text has a space that the spacing rules would not put back."""
 GLUE_TOKEN = "<glue>"

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from .._checks import check_count
 
-__all__ = ["SAMPLE_TSV", "load_tsv_pairs"]
-
 SAMPLE_TSV = Path(__file__).resolve().parent.parent / "sample_data" / "eng-fra-sample.tsv"
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""
 

@@ -11,10 +11,6 @@ import numpy as np
 from .._checks import check_count
 from .tokenizer import Tokenizer
 
-__all__ = [
-    "PAD", "BOS", "EOS", "UNK", "SPECIAL_TOKENS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "Vocab",
-]
-
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3

@@ -38,7 +38,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return self.d_model ** -0.5 * tf.minimum(step ** -0.5, step * self.warmup_steps ** -1.5)
 
     def get_config(self):
-        """The constructor arguments (for Keras' serialisation)."""
+        """The constructor arguments (as Keras' ``get_config``)."""
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
 
 

@@ -36,7 +36,7 @@ class NoamSchedule:
         return self.d_model ** -0.5 * min(step ** -0.5, step * self.warmup_steps ** -1.5)
 
     def get_config(self):
-        """The constructor arguments (mirrors Keras' ``get_config``)."""
+        """The constructor arguments (as Keras' ``get_config``)."""
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
 
 
