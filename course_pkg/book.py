@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from ._files import atomic_write
+
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAG = "course-setup"
 
@@ -117,7 +119,7 @@ def stamp(paths, config_path=ROOT / "_config.yml") -> list:
         else:
             index = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), len(cells))
             cells.insert(index, dict(fresh))
-        path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
         changed.append(str(path))
     return changed
 

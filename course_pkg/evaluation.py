@@ -51,8 +51,13 @@ def corpus_bleu(predictions: Iterable[str], references: Iterable[str]) -> float:
 
     sacrebleu tokenizes the detokenized strings itself (its default ``13a``
     tokenizer), so scores compare across papers and tools.
+
+    Returns 0.0 for no examples, as :func:`exact_match` does (and as sacrebleu
+    scores empty strings): no translation, no credit.
     """
     predictions, references = _as_texts(predictions=predictions, references=references)
+    if not predictions:
+        return 0.0
     try:
         import sacrebleu
     except ImportError as error:  # pragma: no cover - depends on the environment
@@ -71,7 +76,8 @@ def accuracy_by_length(predictions: Iterable[str], references: Iterable[str],
 
     Returns:
         ``{length: (count, exact_match)}``, sorted by length: how many sources
-        have that many tokens and the fraction of them translated exactly.
+        have that many tokens and the fraction of them translated exactly;
+        ``{}`` for no examples.
     """
     predictions, references, sources = _as_texts(predictions=predictions, references=references,
                                                  sources=sources)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from .._checks import check_count, check_language
+from .._files import atomic_write
 
 
 def _num2words():
@@ -64,15 +64,7 @@ def _read_cache(path) -> dict:
 def _write_cache(path, words) -> None:
     """Write atomically (temp file + rename), so readers never see half a file."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({str(k): v for k, v in sorted(words.items())}, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        atomic_write(path, json.dumps({str(k): v for k, v in sorted(words.items())}, ensure_ascii=False))
     except OSError:  # read-only home, full disk...: the cache is only an optimisation
         pass
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from array import array
 
 SPACE_TOKEN = "<space>"
 """Emitted where the text has a space that the spacing rules would not put back."""
@@ -39,15 +41,18 @@ class Tokenizer:
     * For ``lang="de"`` a word made of number morphemes is split into them:
       ``siebenundneunzig`` -> ``sieben und neunzig``.
     * ``lowercase=True`` lowercases the text first.
+    * Text is Unicode-normalised first (NFC): a decomposed accent
+      (``"e\\u0301"``, as macOS writes file names and some editors text)
+      gives the same tokens as the composed one (``"é"``).
 
     :meth:`detokenize` puts the text back together with spacing rules: one
     space between words, none inside a split compound, none before ``. , ) %``
     and (except in French, which writes ``Va !``) ``! ? ; :``, none after ``(``.
     Where the text breaks a rule, :meth:`tokenize` records it with a
     ``<space>`` or ``<glue>`` token, so the round trip is lossless up to
-    whitespace::
+    whitespace and normalisation::
 
-        tok.detokenize(tok.tokenize(text)) == " ".join(text.split())   # lowercased if lowercase
+        tok.detokenize(tok.tokenize(text)) == " ".join(text.split())   # NFC; lowercased if lowercase
 
     The number corpora never need ``<space>`` or ``<glue>``.
 
@@ -80,7 +85,13 @@ class Tokenizer:
         return {"lang": self.lang, "lowercase": self.lowercase}
 
     def _split_compound(self, word):
-        """Split ``word`` into the fewest morphemes, or return it whole."""
+        """Split ``word`` into the fewest morphemes, or return it whole.
+
+        Dynamic programming over the word's prefixes, in time and memory
+        linear in its length: ``count[i]`` is the fewest morphemes that make
+        up ``low[:i]`` and ``start[i]`` where the last of them starts (the
+        smallest such start, on ties); the pieces are read back from the end.
+        """
         morphemes = self._morphemes
         if not morphemes:
             return [word]
@@ -89,17 +100,21 @@ class Tokenizer:
         if n != len(word):  # lowercasing changed the length (rare letters): keep it whole
             return [word]
         longest = self._longest_morpheme
-        best = [None] * (n + 1)  # best[i]: fewest pieces covering low[:i], as end positions
-        best[0] = []
+        unreached = n + 1  # more pieces than any split has
+        count = array("l", [unreached]) * (n + 1)  # (n + 1,) fewest pieces covering low[:i]
+        start = array("l", [0]) * (n + 1)  # (n + 1,) where the last of those pieces starts
+        count[0] = 0
         for i in range(1, n + 1):
             for j in range(max(0, i - longest), i):
-                if best[j] is not None and low[j:i] in morphemes:
-                    if best[i] is None or len(best[j]) + 1 < len(best[i]):
-                        best[i] = best[j] + [i]
-        if best[n] is None:
+                if count[j] + 1 < count[i] and low[j:i] in morphemes:
+                    count[i], start[i] = count[j] + 1, j
+        if count[n] == unreached:
             return [word]
-        ends = best[n]
-        return [word[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        ends = [n]
+        while ends[-1] > 0:
+            ends.append(start[ends[-1]])
+        ends.reverse()  # 0, end of the first piece, ..., n
+        return [word[a:b] for a, b in zip(ends[:-1], ends[1:])]
 
     def _glued(self, left, right) -> bool:
         """True where the spacing rules write ``left`` and ``right`` without a space."""
@@ -112,6 +127,7 @@ class Tokenizer:
         """Split ``text`` into tokens (strings)."""
         if not isinstance(text, str):
             raise TypeError(f"tokenize expects a str, got {type(text).__name__}")
+        text = unicodedata.normalize("NFC", text)
         if self.lowercase:
             text = text.lower()
         if not self._morphemes and _PLAIN_WORDS_RE.fullmatch(text):

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from .._checks import check_count
+from .._files import atomic_write
 from .tokenizer import Tokenizer
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+VOCAB_FORMAT = "course_pkg.Vocab/1"  # the "format" field of Vocab.to_json
 
 
 class Vocab:
@@ -136,26 +139,87 @@ class Vocab:
     # -------------------------------------------------------------- persistence
     def to_json(self) -> str:
         """The vocabulary and its tokenizer as a JSON string."""
-        return json.dumps({"format": "course_pkg.Vocab/1", "tokenizer": self.tokenizer.get_config(),
+        return json.dumps({"format": VOCAB_FORMAT, "tokenizer": self.tokenizer.get_config(),
                            "tokens": self.itos}, ensure_ascii=False, indent=1)
 
     @classmethod
     def from_json(cls, text) -> "Vocab":
-        """Rebuild a :class:`Vocab` from :meth:`to_json`'s string."""
+        """Rebuild a :class:`Vocab` from :meth:`to_json`'s string.
+
+        Raises:
+            ValueError: the text is not such a JSON document, or a field has
+                the wrong type (``"false"`` is not ``false``; the message says
+                which field).
+        """
+        return cls._from_json(text, "")
+
+    @classmethod
+    def _from_json(cls, text, where) -> "Vocab":
         try:
-            data = json.loads(text)
-            if data.get("format") != "course_pkg.Vocab/1":
-                raise KeyError("format")
-            tokens, config = data["tokens"], data["tokenizer"]
-        except (ValueError, KeyError, AttributeError, TypeError) as err:
-            raise ValueError(f"not a course_pkg Vocab JSON ({err!r})") from err
-        return cls(tokens, Tokenizer(**config))
+            tokens, config = _parse_vocab_json(text)
+            return cls(tokens, Tokenizer(**config))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{where}not a course_pkg Vocab JSON: {err}") from None
 
     def save(self, path) -> None:
-        """Write :meth:`to_json` to ``path`` (UTF-8)."""
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        """Write :meth:`to_json` to ``path`` (UTF-8), atomically: ``path`` holds the old
+        vocabulary or the new one, never half of one."""
+        atomic_write(path, self.to_json())
 
     @classmethod
     def load(cls, path) -> "Vocab":
-        """Read a vocabulary written by :meth:`save`."""
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Read a vocabulary written by :meth:`save` (UTF-8, with or without a byte-order mark).
+
+        Raises:
+            FileNotFoundError: there is no file ``path``.
+            ValueError: the file is not a vocabulary written by :meth:`save`:
+                not UTF-8, not JSON, nested too deeply, a field missing or of
+                the wrong type. The message names the file and what is wrong.
+        """
+        data = Path(path).read_bytes()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{os.fspath(path)}: not a course_pkg Vocab JSON: not UTF-8 text "
+                             f"(byte 0x{data[err.start]:02x} at offset {err.start})") from None
+        return cls._from_json(text, f"{os.fspath(path)}: ")
+
+
+def _short(value, limit=60) -> str:
+    """``repr(value)``, cut to about ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _parse_vocab_json(text) -> tuple:
+    """``(tokens, tokenizer config)`` of a Vocab JSON document; ``ValueError`` says what is wrong."""
+    try:
+        data = json.loads(text)
+    except RecursionError:  # the C parser recurses once per level of [ or {
+        raise ValueError("the JSON is nested too deeply") from None
+    except ValueError as err:
+        raise ValueError(f"invalid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got a JSON {type(data).__name__}")
+    for key in ("format", "tokenizer", "tokens"):
+        if key not in data:
+            raise ValueError(f"no {key!r} field")
+    if data["format"] != VOCAB_FORMAT:
+        raise ValueError(f"format must be {VOCAB_FORMAT!r}, got {_short(data['format'])}")
+    tokens, config = data["tokens"], data["tokenizer"]
+    if not isinstance(tokens, list):
+        raise ValueError(f"tokens must be a list of strings, got {_short(tokens)}")
+    for i, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise ValueError(f"tokens[{i}] must be a string, got {_short(token)}")
+    if not isinstance(config, dict):
+        raise ValueError(f"tokenizer must be an object, got {_short(config)}")
+    unknown = sorted(set(config) - {"lang", "lowercase"})
+    if unknown:
+        raise ValueError(f"tokenizer has unknown fields {unknown[:10]}")
+    if "lowercase" in config and not isinstance(config["lowercase"], bool):
+        raise ValueError(f"tokenizer.lowercase must be true or false, got {_short(config['lowercase'])}")
+    if config.get("lang") is not None and not isinstance(config["lang"], str):
+        raise ValueError(f"tokenizer.lang must be a language code string or null, got "
+                         f"{_short(config['lang'])}")
+    return tokens, config

@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from .._files import atomic_write
 from .catalog import BOOK_SEED
 from .notebooks import ExerciseError
 
@@ -103,7 +104,7 @@ def _check(args) -> int:
     if len(reports) > 1:
         print(f"All notebooks: {sum(r.score for r in reports)}/{sum(r.total for r in reports)} points")
     if args.json:
-        args.json.write_text(json.dumps([r.as_dict() for r in reports], indent=1) + "\n", encoding="utf-8")
+        atomic_write(args.json, json.dumps([r.as_dict() for r in reports], indent=1) + "\n")
     if unreadable:
         return 2
     return 0 if all(r.passed for r in reports) else 1

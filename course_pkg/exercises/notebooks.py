@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .._files import atomic_write
 from .catalog import BOOK_SEED, for_chapter
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -261,11 +262,7 @@ def write_files(out, files, force=False):
         raise ExerciseError(f"{out} already holds {', '.join(existing[:3])}"
                             f"{' ...' if len(existing) > 3 else ''}; choose a new --out or pass --force")
     for name, text in files.items():
-        target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(target)
+        atomic_write(out / name, text)
 
 
 def build(source, out, seed=BOOK_SEED, chapters=None, force=False) -> list:
@@ -304,13 +301,12 @@ def stage_site(root, stage, seed=BOOK_SEED):
         text = editions.get(path.name)
         if text is None:
             text = path.read_text(encoding="utf-8")
-        (stage / "book" / path.name).write_text(text, encoding="utf-8")
+        atomic_write(stage / "book" / path.name, text)
     # the chapters show the package's real source (literalinclude ../course_pkg/...)
     shutil.copytree(root / "course_pkg", stage / "course_pkg",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (stage / "_toc.yml").write_text((root / "_toc.yml").read_text(encoding="utf-8"), encoding="utf-8")
-    (stage / "_config.yml").write_text(_student_config((root / "_config.yml").read_text(encoding="utf-8")),
-                                       encoding="utf-8")
+    atomic_write(stage / "_toc.yml", (root / "_toc.yml").read_text(encoding="utf-8"))
+    atomic_write(stage / "_config.yml", _student_config((root / "_config.yml").read_text(encoding="utf-8")))
 
 
 def build_site(root, out, seed=BOOK_SEED, force=False, quiet=False):
