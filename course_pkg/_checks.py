@@ -101,6 +101,21 @@ def check_matching_depth(q_shape: Shape, k_shape: Shape, v_shape: Shape) -> None
             f"key length {kl} differs from value length {vl}: "
             "each key needs exactly one value"
         )
+    kb, vb = tuple(k_shape[:-2]), tuple(v_shape[:-2])
+    if len(kb) != len(vb) or any(k is not None and v is not None and k != v for k, v in zip(kb, vb)):
+        raise ValueError(
+            f"key leading axes {kb} differ from value leading axes {vb}: "
+            "each key needs exactly one value"
+        )
+
+
+def check_same_dtype(query_dtype: str, key_dtype: str) -> None:
+    """Raise ``TypeError`` unless query and key have the same dtype (names without ``torch.``)."""
+    if query_dtype != key_dtype:
+        raise TypeError(
+            f"query and key must have the same dtype, got {query_dtype} and {key_dtype}; "
+            "cast one of them first"
+        )
 
 
 def check_features(shape: Shape, d_model: int, what: str = "input") -> None:
@@ -184,6 +199,18 @@ def check_batch(batch, **shapes):
             raise ValueError(f"{name} has batch size {shape[0]}, expected {batch} (that of the first input)")
 
 
+def check_label_range(lowest: int, highest: int, vocab_size: int, pad_id) -> None:
+    """Raise ``ValueError`` unless every label that counts (not ``pad_id``) lies in ``[0, vocab_size)``.
+
+    ``lowest`` and ``highest`` are taken over the counted labels only (``lowest > highest``: none).
+    """
+    if lowest <= highest and (lowest < 0 or highest >= vocab_size):
+        raise ValueError(
+            f"labels must lie in [0, {vocab_size}) (or be pad_id={pad_id}), got labels from "
+            f"{lowest} to {highest}: the logits score {vocab_size} target tokens"
+        )
+
+
 def check_label_smoothing(label_smoothing) -> None:
     """Raise ``ValueError`` unless ``0 <= label_smoothing < 1``."""
     if not isinstance(label_smoothing, (int, float)) or not 0.0 <= float(label_smoothing) < 1.0:
@@ -212,11 +239,12 @@ def check_reiterable(batches, epochs, what) -> None:
 
 
 def check_budget(max_steps, time_budget) -> None:
-    """Raise ``ValueError`` for ``max_steps`` < 1 or a negative ``time_budget`` (``None``: no limit)."""
+    """Raise ``ValueError`` for ``max_steps`` < 1 or a ``time_budget`` that is not a finite number
+    of seconds >= 0 (NaN, inf, negative; ``None``: no limit)."""
     if max_steps is not None:
         check_positive(max_steps=max_steps)
     if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
-            time_budget, (int, float)) or time_budget < 0):
+            time_budget, (int, float)) or not 0 <= time_budget < float("inf")):
         raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
 
 

@@ -5,10 +5,21 @@ from ._checks import check_positive
 
 
 def default_max_len(model, max_len):
-    """``max_len`` checked, or the model's ``max_len - 1`` (room for ``<bos>``) when ``None``."""
+    """``max_len`` checked, or the model's ``max_len - 1`` (room for ``<bos>``) when ``None``.
+
+    A model with a ``max_len`` (the Transformer's positional table) reads ``<bos>`` and the
+    tokens generated before the last one: it can generate at most ``model.max_len`` tokens.
+    """
+    limit = getattr(model, "max_len", None)
     if max_len is None:
         max_len = model.max_len - 1  # room for <bos>
     check_positive(max_len=max_len)
+    if limit is not None and max_len > limit:
+        raise ValueError(
+            f"max_len={max_len} exceeds the model's max_len={limit}: the decoder reads <bos> and "
+            f"all but the last generated token, so it can generate at most {limit} tokens "
+            f"(the default, max_len=None, generates up to {limit - 1})"
+        )
     return max_len
 
 

@@ -10,7 +10,7 @@ import gc
 import json
 import time
 
-from ._checks import check_budget, check_positive, check_reiterable
+from ._checks import check_batch, check_budget, check_positive, check_reiterable
 
 ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
 CHECKPOINT_FORMAT = "course_pkg.training/1"  # both frameworks' Trainer.save
@@ -129,6 +129,16 @@ def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budg
     if checkpoint_path is not None:
         trainer.save(checkpoint_path)
     return history
+
+
+def check_batch_shapes(src_shape, tgt_in_shape, tgt_out_shape):
+    """Raise ``ValueError`` unless ``src``, ``tgt_in`` and ``tgt_out`` share their batch size and
+    ``tgt_out`` has the shape of ``tgt_in`` (one label per decoder input), before any computation:
+    a batch of 1 would otherwise broadcast against the others."""
+    check_batch(src_shape[0], tgt_in=tgt_in_shape, tgt_out=tgt_out_shape)
+    if tuple(tgt_out_shape) != tuple(tgt_in_shape):
+        raise ValueError(f"tgt_out has shape {tuple(tgt_out_shape)}, expected {tuple(tgt_in_shape)} "
+                         "(that of tgt_in): teacher forcing scores one label per decoder input")
 
 
 def evaluation_logs(totals, seen):

@@ -12,13 +12,31 @@ import keras
 import tensorflow as tf
 
 from .._checks import (
+    check_batch,
     check_features,
     check_heads,
     check_mask_dtype,
     check_mask_shape,
     check_matching_depth,
+    check_same_dtype,
 )
 from ._layers import Layer, dense
+
+
+def _zero_blocked_values(value, blocked):
+    """``value`` with zeros at the keys that ``blocked`` (``mask != 0``) blocks for every query.
+
+    Those keys get a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there, e.g.
+    at padding, would reach the output. A where-select, so the other values are kept bit for bit.
+
+    Shape:
+        value (..., Tk, dv), blocked broadcastable to (..., Tq, Tk) -> (..., Tk, dv).
+    """
+    if blocked.shape.rank >= 2:
+        blocked = tf.reduce_all(blocked, axis=-2)  # (..., Tk): blocked for every query
+    if blocked.shape.rank >= 1:
+        blocked = blocked[..., tf.newaxis]  # (..., Tk, 1)
+    return tf.where(blocked, tf.zeros((), dtype=value.dtype), value)
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -37,7 +55,15 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
         exactly 0; a fully blocked row gets all-zero weights and a zero output
-        (never NaN). The softmax runs in float32 whatever the input dtype.
+        (never NaN). The values of keys blocked for every query (padding) are
+        read as 0, so a NaN or inf stored there never reaches the output (a
+        weight of 0 times NaN would be NaN); finite values give the same
+        numbers either way. The softmax runs in float32 whatever the input dtype.
+
+    Raises:
+        ValueError: depths, lengths or the leading (batch) axes of key and
+            value that differ, or a mask that does not broadcast.
+        TypeError: query and key of different dtypes, or a boolean mask.
 
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) ->
@@ -45,6 +71,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     """
     query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
     check_matching_depth(query.shape, key.shape, value.shape)
+    check_same_dtype(query.dtype.name, key.dtype.name)
     query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # (..., Tq, Tk)
     if mask is not None:
@@ -56,6 +83,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     weights = tf.nn.softmax(logits, axis=-1)  # (..., Tq, Tk)
     if mask is not None:
         weights = tf.where(blocked, 0.0, weights)  # exact zeros, also in full rows
+        value = _zero_blocked_values(value, tf.not_equal(mask, 0))  # no 0 * NaN from padding
     weights = tf.cast(weights, value.dtype)
     return tf.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
 
@@ -102,6 +130,10 @@ class MultiHeadAttention(Layer):
         return tf.reshape(x, (batch, seq, self.d_model))  # (batch, seq, d_model)
 
     def call(self, query, key, value, mask=None, training=None):
+        check_features(query.shape, self.d_model, "query")
+        check_features(key.shape, self.d_model, "key")
+        check_features(value.shape, self.d_model, "value")
+        check_batch(query.shape[0], key=key.shape, value=value.shape)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
         return self.attend(query, k, v, mask)
 

@@ -83,7 +83,8 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     Args:
         model: a model with ``start_decoding``/``decode_step`` (e.g. Transformer).
         src_tokens: source token ids.
-        max_len: most tokens to generate (default: the model's ``max_len - 1``).
+        max_len: most tokens to generate (default: the model's ``max_len - 1``);
+            at most the model's ``max_len``, else ``ValueError``.
         bos_id, eos_id, pad_id: special token ids.
         use_cache: decode incrementally with the model's cache (fast) or recompute
             ``model(src_tokens, prefix)`` at every step (slow; same result).
@@ -92,6 +93,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     Returns:
         ``tokens``: the generated ids after ``<bos>``, up to and including
         ``<eos>``, then ``pad_id``; with ``return_logits``, ``(tokens, logits)``.
+        An empty batch (0 sources) gives 0 steps.
 
     Shape:
         src_tokens (batch, src_len) -> tokens (batch, steps) int64,
@@ -100,6 +102,10 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     max_len = default_max_len(model, max_len)
     model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
+    if src.shape[0] == 0:  # nothing to decode
+        tokens = tf.zeros((0, 0), dtype=tf.int64)
+        logits = tf.zeros((0, 0, model.target_vocab_size))
+        return (tokens, logits) if return_logits else tokens
     batch = tf.shape(src)[0]
     tokens = tf.fill((batch, 1), tf.constant(bos_id, tf.int64))  # (batch, 1)
     done = tf.zeros((batch,), dtype=tf.bool)  # (batch,)
@@ -133,6 +139,8 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     Returns:
         ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
         ``(tokens, scores)`` with each winner's normalised log-probability.
+        An empty batch (0 sources) gives 0 steps. ``max_len`` as in
+        :func:`greedy_decode` (at most the model's ``max_len``).
 
     Shape:
         src_tokens (batch, src_len) -> tokens (batch, steps) int64, scores (batch,).
@@ -142,6 +150,9 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     model = _graphs(model)
     src = tf.convert_to_tensor(src_tokens)
     batch = int(src.shape[0])
+    if batch == 0:  # nothing to search
+        tokens = tf.zeros((0, 0), dtype=tf.int64)
+        return (tokens, tf.zeros((0,))) if return_scores else tokens
     rows = batch * beam_size
     offsets = (tf.range(batch, dtype=tf.int64) * beam_size)[:, tf.newaxis]  # (batch, 1)
     tokens = tf.fill((rows, 1), tf.constant(bos_id, tf.int64))  # (rows, 1)
@@ -181,7 +192,8 @@ def translate(model, sources, src_vocab, tgt_vocab, max_len=None, beam_size=1,
 
     Args:
         model: a model with ``start_decoding``/``decode_step``.
-        sources: source texts.
+        sources: source texts, or one text: a bare ``str`` is one sentence
+            (not a sequence of letters) and gives one translation.
         src_vocab, tgt_vocab: the :class:`~course_pkg.data.Vocab` of each side.
         max_len: most target tokens (default: the model's ``max_len - 1``).
         beam_size: 1 for greedy decoding.
@@ -189,9 +201,16 @@ def translate(model, sources, src_vocab, tgt_vocab, max_len=None, beam_size=1,
         batch_size: sources decoded together.
 
     Returns:
-        the list of translations, one string per source.
+        the list of translations, one string per source; a single string for a
+        bare ``str``.
+
+    Raises:
+        ValueError: ``max_len`` beyond the model's (see :func:`greedy_decode`).
     """
     check_positive(beam_size=beam_size, batch_size=batch_size)
+    if isinstance(sources, str):  # one sentence, not its letters
+        return translate(model, [sources], src_vocab, tgt_vocab, max_len, beam_size, length_penalty,
+                         batch_size)[0]
     sources = list(sources)
     translations = []
     for start in range(0, len(sources), batch_size):

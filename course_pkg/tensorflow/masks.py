@@ -26,6 +26,13 @@ frameworks' own masks.
 
 import tensorflow as tf
 
+from .._checks import check_token_rank
+
+
+def _check_rank(tokens):
+    if tokens.shape.rank is not None:  # unknown only inside a tf.function without a signature
+        check_token_rank(tokens.shape)
+
 
 def create_padding_mask(tokens, pad_id=0):
     """Block the keys that are padding.
@@ -37,10 +44,14 @@ def create_padding_mask(tokens, pad_id=0):
     Returns:
         float32 mask, 1.0 where ``tokens == pad_id``.
 
+    Raises:
+        ValueError: ``tokens`` are not ``(batch, seq)``.
+
     Shape:
         (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
     """
     tokens = tf.convert_to_tensor(tokens)
+    _check_rank(tokens)
     mask = tf.cast(tf.equal(tokens, tf.cast(pad_id, tokens.dtype)), tf.float32)
     return mask[:, tf.newaxis, tf.newaxis, :]  # (batch, 1, 1, seq)
 
@@ -58,10 +69,14 @@ def create_look_ahead_mask(size):
 def create_combined_mask(tokens, pad_id=0):
     """The decoder's self-attention mask: look-ahead OR padding (element-wise max).
 
+    Raises:
+        ValueError: ``tokens`` are not ``(batch, seq)``.
+
     Shape:
         (batch, seq) -> (batch, 1, seq, seq) float32.
     """
     tokens = tf.convert_to_tensor(tokens)
+    _check_rank(tokens)
     look_ahead = create_look_ahead_mask(tf.shape(tokens)[1])  # (seq, seq)
     return tf.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
 

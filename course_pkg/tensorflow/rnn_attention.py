@@ -23,9 +23,9 @@ from .._checks import (
     check_positive,
 )
 from ._layers import Layer
+from .attention import _zero_blocked_values
 
 LUONG_SCORES = ("dot", "general")
-
 
 
 def _projection(in_features, out_features, name=None, dtype=None):
@@ -53,6 +53,18 @@ def _masked_softmax(scores, mask=None):
     return weights
 
 
+def _context(weights, keys, mask=None):
+    """``weights @ keys``, reading the keys that the mask blocks for every query (padding) as 0:
+    their weight is exactly 0, but 0 * NaN would be NaN.
+
+    Shape:
+        weights (batch, Tq, Tk), keys (batch, Tk, key_dim) -> context (batch, Tq, key_dim).
+    """
+    if mask is not None:
+        keys = _zero_blocked_values(keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
+    return tf.matmul(weights, keys)
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class BahdanauAttention(Layer):
     """Additive attention (Bahdanau et al., 2015): score(q, k) = vᵀ tanh(W1 q + W2 k).
@@ -70,7 +82,9 @@ class BahdanauAttention(Layer):
         ``mask`` is a course mask (1.0 = blocked) that broadcasts to
         (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
         get a weight of exactly 0; a fully blocked row gets all-zero weights and
-        a zero context (never NaN). The softmax runs in float32.
+        a zero context (never NaN). Keys blocked for every query (padding) are
+        read as 0 in the context, so a NaN stored there never reaches it. The
+        softmax runs in float32.
 
     Shape:
         query (batch, Tq, query_dim), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
@@ -97,7 +111,7 @@ class BahdanauAttention(Layer):
         k = self.w2(keys)[:, tf.newaxis, :, :]  # (batch, 1, Tk, units)
         scores = self.v(tf.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
         weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
-        return tf.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
+        return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
@@ -150,7 +164,7 @@ class LuongAttention(Layer):
         k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
         scores = tf.matmul(query, k, transpose_b=True)  # (batch, Tq, Tk)
         weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
-        return tf.matmul(weights, keys), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
+        return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

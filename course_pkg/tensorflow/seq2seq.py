@@ -73,7 +73,8 @@ def _gru_cell(input_size, units, name=None, dtype=None):
 
 
 def _check_tokens(tokens, vocab_size):
-    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are ``(batch, seq)`` ids, ``seq >= 1``.
+    """``tokens`` as a tensor (of any integer dtype); raise ``TypeError``/``ValueError``
+    unless they are ``(batch, seq)`` ids, ``seq >= 1``.
 
     Inside a ``tf.function`` only the static checks run.
     """
@@ -83,9 +84,17 @@ def _check_tokens(tokens, vocab_size):
         raise ValueError("token ids must hold at least one position, got length 0")
     if tf.executing_eagerly() and tf.size(tokens) > 0:
         check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
+    return tokens
 
 
-# -------------------------------------------------------------------------- attention
+def _check_pair(src_tokens, tgt_tokens):
+    """Raise unless source and target are integer ``(batch, length)`` ids of one batch size."""
+    for tokens in (src_tokens, tgt_tokens):
+        check_token_dtype(is_integer(tokens), tokens.dtype.name)
+        check_token_rank(tokens.shape)
+    check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
+
+
 
 
 # ---------------------------------------------------------------- encoder and decoders
@@ -121,7 +130,7 @@ class Seq2SeqEncoder(Layer):
 
     def call(self, tokens, training=None):
         tokens = tf.convert_to_tensor(tokens)
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         x = self.embedding(tokens)  # (batch, src_len, embedding_dim)
         outputs, _ = self.rnn(x, training=training)  # (batch, src_len, units)
         positions = tf.range(1, tf.shape(tokens)[1] + 1)  # (src_len,)
@@ -173,7 +182,7 @@ class Seq2SeqDecoder(Layer):
 
     def call(self, tokens, state, context=None, training=None):
         tokens, state = tf.convert_to_tensor(tokens), tf.convert_to_tensor(state)
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         context = state if context is None else tf.convert_to_tensor(context)
         check_state(state.shape, self.units, "state")
         check_state(context.shape, self.units, "context")
@@ -247,7 +256,7 @@ class AttentionDecoder(Layer):
         tokens = tf.convert_to_tensor(tokens)
         enc_output = tf.cast(enc_output, self.compute_dtype)
         state = tf.cast(state, self.compute_dtype)
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         check_features(enc_output.shape, self.units, "enc_output")
         check_state(state.shape, self.units, "state")
         check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
@@ -329,6 +338,8 @@ class Seq2Seq(Model):
         if return_attention and self.attention_type is None:
             raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
                              "was built with attention=None")
+        src_tokens, tgt_tokens = tf.convert_to_tensor(src_tokens), tf.convert_to_tensor(tgt_tokens)
+        _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens,
                                          training=training)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:

@@ -27,8 +27,22 @@ import shutil
 import keras
 import tensorflow as tf
 
-from .._checks import check_label_smoothing, check_token_dtype, check_token_rank
-from .._training import CHECKPOINT_FORMAT, config_differences, evaluation_logs, fit_loop, plain
+from .._checks import (
+    check_label_range,
+    check_label_smoothing,
+    check_length,
+    check_token_dtype,
+    check_token_range,
+    check_token_rank,
+)
+from .._training import (
+    CHECKPOINT_FORMAT,
+    check_batch_shapes,
+    config_differences,
+    evaluation_logs,
+    fit_loop,
+    plain,
+)
 from ._layers import is_integer
 from .losses import _masked_sums, masked_accuracy, masked_loss
 from .schedule import make_optimizer
@@ -113,6 +127,34 @@ class Trainer:
         check_token_rank(tokens.shape)
         return tf.cast(tokens, tf.int64)
 
+    def _batch(self, src, tgt_in, tgt_out):
+        """The batch as int64 tensors, checked: integer ``(batch, length)`` ids, one batch size,
+        ``tgt_out`` shaped as ``tgt_in``, and (when executing eagerly) ids in the model's
+        vocabularies, no longer than its ``max_len``, labels in the target vocabulary or ``pad_id``.
+
+        Inside the compiled step only the static checks would run: checking here first raises the
+        ``ValueError`` that PyTorch's model and loss raise, at the cost of one min and one max per
+        tensor (on the host, where the batches come from).
+        """
+        src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+        check_batch_shapes(tuple(src.shape), tuple(tgt_in.shape), tuple(tgt_out.shape))
+        if not tf.executing_eagerly():
+            return src, tgt_in, tgt_out
+        max_len = getattr(self.model, "max_len", None)
+        target_vocab_size = getattr(self.model, "target_vocab_size", None)
+        for tokens, vocab_size in ((src, getattr(self.model, "input_vocab_size", None)),
+                                   (tgt_in, target_vocab_size)):
+            if max_len is not None:
+                check_length(tokens.shape[1], max_len)
+            if vocab_size is not None and tokens.shape.num_elements():
+                ids = tokens.numpy()
+                check_token_range(int(ids.min()), int(ids.max()), vocab_size)
+        labels = tgt_out.numpy()
+        counted = labels[labels != self.pad_id]
+        if target_vocab_size is not None and counted.size:
+            check_label_range(int(counted.min()), int(counted.max()), target_vocab_size, self.pad_id)
+        return src, tgt_in, tgt_out
+
     def _train_graph(self, src, tgt_in, tgt_out):
         with tf.GradientTape() as tape:
             logits = self.model(src, tgt_in, training=True)  # (batch, tgt_len, vocab)
@@ -132,10 +174,15 @@ class Trainer:
         Returns:
             ``{"loss": float, "accuracy": float}`` of this batch, before the update.
 
+        Raises:
+            ValueError: batch sizes that differ, ``tgt_out`` not shaped as ``tgt_in``, ids
+                outside the vocabularies (labels other than ``pad_id`` included), sequences
+                longer than the model's ``max_len``; nothing is updated then.
+
         Shape:
             src (batch, src_len), tgt_in (batch, tgt_len), tgt_out (batch, tgt_len) int.
         """
-        src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+        src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
         loss, accuracy = self._train_function(src, tgt_in, tgt_out)  # a traced tf.function
         return {"loss": float(loss), "accuracy": float(accuracy)}
 
@@ -147,10 +194,13 @@ class Trainer:
 
         Returns:
             ``{"loss": float, "accuracy": float}``.
+
+        Raises:
+            ValueError: for a bad batch, as :meth:`train_step`.
         """
         totals, seen = [0.0, 0.0, 0.0], 0  # summed loss, correct predictions, counted tokens
         for src, tgt_in, tgt_out in batches:
-            src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+            src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
             sums = self._evaluate_function(src, tgt_in, tgt_out)  # a traced tf.function
             totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
         return evaluation_logs(totals, seen)

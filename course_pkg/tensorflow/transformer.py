@@ -10,8 +10,8 @@ target positions after the ``past`` ones already decoded.
 import keras
 import tensorflow as tf
 
-from .._checks import unpack_pair
-from ._layers import Model, dense
+from .._checks import check_batch, check_pad_id, check_token_dtype, check_token_rank, unpack_pair
+from ._layers import Model, dense, is_integer
 from .decoder import Decoder
 from .encoder import Encoder
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
@@ -34,7 +34,8 @@ class Transformer(Model):
         target_vocab_size: target vocabulary size (the logits' last axis).
         max_len: longest source or target sequence.
         dropout: dropout rate.
-        pad_id: the padding token id, in both vocabularies.
+        pad_id: the padding token id, in both vocabularies: an int below both
+            vocabulary sizes (checked here).
 
     Call:
         ``model(src_tokens, tgt_tokens)`` returns the logits; so does
@@ -44,7 +45,9 @@ class Transformer(Model):
         ``maps["encoder_self"]``, ``maps["decoder_self"]`` and
         ``maps["decoder_cross"]`` are lists with one ``(batch, heads, Tq, Tk)``
         tensor per layer. The plain call is unchanged and nothing is stored on
-        the model.
+        the model. Token ids of any integer dtype are accepted; ids of another
+        rank than ``(batch, length)``, or a target batch that differs from the
+        source's, raise ``ValueError``.
 
     Shape:
         src_tokens (batch, src_len) int, tgt_tokens (batch, tgt_len) int ->
@@ -62,12 +65,14 @@ class Transformer(Model):
         self.decoder = Decoder(num_layers, d_model, num_heads, dff, target_vocab_size, max_len, dropout,
                                name="decoder", dtype=self.dtype_policy)
         self.final_layer = dense(d_model, target_vocab_size, "final_layer", self.dtype_policy)
+        check_pad_id(pad_id, min(input_vocab_size, target_vocab_size))
         self.built = True
 
     def call(self, src_tokens, tgt_tokens=None, return_attention=False, training=None):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens)
         src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
+        check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
         enc_output, enc_maps = self.encoder(src_tokens, mask=src_mask, return_attention=True,
@@ -83,8 +88,13 @@ class Transformer(Model):
                         "decoder_cross": cross_maps}
 
     def _as_tokens(self, tokens):
-        """Token ids as a tensor on the model's device (lists and arrays welcome)."""
-        return tf.convert_to_tensor(tokens)
+        """Token ids as a ``(batch, length)`` tensor on the model's device (lists and arrays
+        welcome, in any integer dtype)."""
+        tokens = tf.convert_to_tensor(tokens)
+        check_token_dtype(is_integer(tokens), tokens.dtype.name)
+        if tokens.shape.rank is not None:  # unknown only inside a tf.function without a signature
+            check_token_rank(tokens.shape)
+        return tokens
 
     def encode(self, src_tokens, training=None):
         """Run the encoder once. Returns ``(enc_output, src_mask)``.

@@ -11,13 +11,31 @@ import math
 import torch
 
 from .._checks import (
+    check_batch,
     check_features,
     check_heads,
     check_mask_dtype,
     check_mask_shape,
     check_matching_depth,
+    check_same_dtype,
 )
 from ._layers import Layer, dense
+
+
+def _zero_blocked_values(value, blocked):
+    """``value`` with zeros at the keys that ``blocked`` (``mask != 0``) blocks for every query.
+
+    Those keys get a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there, e.g.
+    at padding, would reach the output. A where-select, so the other values are kept bit for bit.
+
+    Shape:
+        value (..., Tk, dv), blocked broadcastable to (..., Tq, Tk) -> (..., Tk, dv).
+    """
+    if blocked.dim() >= 2:
+        blocked = blocked.all(dim=-2)  # (..., Tk): blocked for every query
+    if blocked.dim() >= 1:
+        blocked = blocked[..., None]  # (..., Tk, 1)
+    return torch.where(blocked, torch.zeros((), dtype=value.dtype, device=value.device), value)
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -36,13 +54,22 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
         exactly 0; a fully blocked row gets all-zero weights and a zero output
-        (never NaN). The softmax runs in float32 whatever the input dtype.
+        (never NaN). The values of keys blocked for every query (padding) are
+        read as 0, so a NaN or inf stored there never reaches the output (a
+        weight of 0 times NaN would be NaN); finite values give the same
+        numbers either way. The softmax runs in float32 whatever the input dtype.
+
+    Raises:
+        ValueError: depths, lengths or the leading (batch) axes of key and
+            value that differ, or a mask that does not broadcast.
+        TypeError: query and key of different dtypes, or a boolean mask.
 
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) ->
         output (..., Tq, dv), attention_weights (..., Tq, Tk).
     """
     check_matching_depth(query.shape, key.shape, value.shape)
+    check_same_dtype(str(query.dtype).replace("torch.", ""), str(key.dtype).replace("torch.", ""))
     query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = torch.matmul(query, key.transpose(-2, -1)).float()  # (..., Tq, Tk)
     if mask is not None:
@@ -54,6 +81,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     weights = torch.softmax(logits, dim=-1)  # (..., Tq, Tk)
     if mask is not None:
         weights = weights.masked_fill(blocked, 0.0)  # exact zeros, also in full rows
+        value = _zero_blocked_values(value, blocked)  # no 0 * NaN from padding
     weights = weights.to(value.dtype)
     return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
 
@@ -98,6 +126,10 @@ class MultiHeadAttention(Layer):
         return x.reshape(batch, seq, self.d_model)  # (batch, seq, d_model)
 
     def forward(self, query, key, value, mask=None):
+        check_features(query.shape, self.d_model, "query")
+        check_features(key.shape, self.d_model, "key")
+        check_features(value.shape, self.d_model, "value")
+        check_batch(query.shape[0], key=key.shape, value=value.shape)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
         return self.attend(query, k, v, mask)
 

@@ -55,7 +55,8 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     Args:
         model: a model with ``start_decoding``/``decode_step`` (e.g. Transformer).
         src_tokens: source token ids.
-        max_len: most tokens to generate (default: the model's ``max_len - 1``).
+        max_len: most tokens to generate (default: the model's ``max_len - 1``);
+            at most the model's ``max_len``, else ``ValueError``.
         bos_id, eos_id, pad_id: special token ids.
         use_cache: decode incrementally with the model's cache (fast) or recompute
             ``model(src_tokens, prefix)`` at every step (slow; same result).
@@ -64,6 +65,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     Returns:
         ``tokens``: the generated ids after ``<bos>``, up to and including
         ``<eos>``, then ``pad_id``; with ``return_logits``, ``(tokens, logits)``.
+        An empty batch (0 sources) gives 0 steps.
 
     Shape:
         src_tokens (batch, src_len) -> tokens (batch, steps) int64,
@@ -72,6 +74,10 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     max_len = default_max_len(model, max_len)
     src = torch.as_tensor(src_tokens)
     batch = src.shape[0]
+    if batch == 0:  # nothing to decode
+        tokens = torch.zeros((0, 0), dtype=torch.int64, device=src.device)
+        logits = torch.zeros((0, 0, model.target_vocab_size), device=src.device)
+        return (tokens, logits) if return_logits else tokens
     tokens = torch.full((batch, 1), bos_id, dtype=torch.int64, device=src.device)  # (batch, 1)
     done = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (batch,)
     all_logits = []
@@ -105,6 +111,8 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     Returns:
         ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
         ``(tokens, scores)`` with each winner's normalised log-probability.
+        An empty batch (0 sources) gives 0 steps. ``max_len`` as in
+        :func:`greedy_decode` (at most the model's ``max_len``).
 
     Shape:
         src_tokens (batch, src_len) -> tokens (batch, steps) int64, scores (batch,).
@@ -113,6 +121,9 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     max_len = default_max_len(model, max_len)
     src = torch.as_tensor(src_tokens)
     batch, device = src.shape[0], src.device
+    if batch == 0:  # nothing to search
+        tokens = torch.zeros((0, 0), dtype=torch.int64, device=device)
+        return (tokens, torch.zeros((0,), device=device)) if return_scores else tokens
     rows = batch * beam_size
     offsets = (torch.arange(batch, device=device) * beam_size)[:, None]  # (batch, 1)
     tokens = torch.full((rows, 1), bos_id, dtype=torch.int64, device=device)  # (rows, 1)
@@ -151,7 +162,8 @@ def translate(model, sources, src_vocab, tgt_vocab, max_len=None, beam_size=1,
 
     Args:
         model: a model with ``start_decoding``/``decode_step``.
-        sources: source texts.
+        sources: source texts, or one text: a bare ``str`` is one sentence
+            (not a sequence of letters) and gives one translation.
         src_vocab, tgt_vocab: the :class:`~course_pkg.data.Vocab` of each side.
         max_len: most target tokens (default: the model's ``max_len - 1``).
         beam_size: 1 for greedy decoding.
@@ -159,9 +171,16 @@ def translate(model, sources, src_vocab, tgt_vocab, max_len=None, beam_size=1,
         batch_size: sources decoded together.
 
     Returns:
-        the list of translations, one string per source.
+        the list of translations, one string per source; a single string for a
+        bare ``str``.
+
+    Raises:
+        ValueError: ``max_len`` beyond the model's (see :func:`greedy_decode`).
     """
     check_positive(beam_size=beam_size, batch_size=batch_size)
+    if isinstance(sources, str):  # one sentence, not its letters
+        return translate(model, [sources], src_vocab, tgt_vocab, max_len, beam_size, length_penalty,
+                         batch_size)[0]
     sources = list(sources)
     translations = []
     for start in range(0, len(sources), batch_size):

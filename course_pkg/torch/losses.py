@@ -11,24 +11,33 @@ over ``vocab`` target tokens.
 
 import torch
 
-from .._checks import check_label_smoothing, check_loss_shapes
+from .._checks import check_label_range, check_label_smoothing, check_loss_shapes
 from ._layers import is_integer
 
 
-def _check_labels(labels, logits):
+def _check_labels(labels, logits, pad_id=None):
+    """Labels as int64 on the logits' device; with ``pad_id``, also check that every label that
+    counts lies in the vocabulary (one min and one max, read back together)."""
     labels, logits = torch.as_tensor(labels), torch.as_tensor(logits)
     if not is_integer(labels):
         raise TypeError(f"labels must be integer token ids, got dtype {labels.dtype}")
     if not logits.dtype.is_floating_point:
         raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype}")
     check_loss_shapes(labels.shape, logits.shape)
-    return labels.to(device=logits.device, dtype=torch.int64), logits
+    labels = labels.to(device=logits.device, dtype=torch.int64)
+    if pad_id is not None and labels.numel():
+        keep = labels != pad_id  # (batch, T)
+        lowest = torch.where(keep, labels, torch.iinfo(torch.int64).max).min()
+        highest = torch.where(keep, labels, torch.iinfo(torch.int64).min).max()
+        lowest, highest = torch.stack([lowest, highest]).tolist()
+        check_label_range(lowest, highest, logits.shape[-1], pad_id)
+    return labels, logits
 
 
 def _loss_sums(labels, logits, pad_id, label_smoothing):
     """The loss summed over the counted (non-pad) labels, and their number."""
     check_label_smoothing(label_smoothing)
-    labels, logits = _check_labels(labels, logits)
+    labels, logits = _check_labels(labels, logits, pad_id)
     log_probs = torch.log_softmax(logits.float(), dim=-1)  # (batch, T, vocab) float32
     keep = labels != pad_id  # (batch, T)
     # pad ids may lie outside the vocabulary (e.g. -100): gather at id 0 there instead
@@ -62,7 +71,8 @@ def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
     paper uses eps = 0.1), as in ``torch.nn.functional.cross_entropy(...,
     label_smoothing=eps)`` and Keras' ``CategoricalCrossentropy(label_smoothing=eps)``.
     Computed in float32 whatever the logits' dtype; a batch with no label to
-    count (all pad) gives 0, not NaN.
+    count (all pad) gives 0, not NaN. A label outside ``[0, vocab)`` that is not
+    ``pad_id`` raises ``ValueError`` (in TensorFlow when executing eagerly).
 
     Args:
         labels: target token ids (``tgt_out``).
@@ -83,6 +93,9 @@ def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
 def masked_accuracy(labels, logits, pad_id=0):
     """Fraction of the non-pad labels that are the logits' argmax (0 if all are pad).
 
+    A label outside ``[0, vocab)`` that is not ``pad_id`` raises ``ValueError``
+    (in TensorFlow when executing eagerly), as in :func:`masked_loss`.
+
     Args:
         labels: target token ids (``tgt_out``).
         logits: the model's logits.
@@ -94,6 +107,6 @@ def masked_accuracy(labels, logits, pad_id=0):
     Shape:
         labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> ().
     """
-    labels, logits = _check_labels(labels, logits)
+    labels, logits = _check_labels(labels, logits, pad_id)
     keep = labels != pad_id  # (batch, T)
     return _hits(labels, logits, keep).sum() / keep.sum().clamp(min=1).float()

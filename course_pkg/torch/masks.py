@@ -26,6 +26,22 @@ frameworks' own masks.
 
 import torch
 
+from .._checks import check_token_rank
+from ._layers import is_integer
+
+
+def _token_ids(tokens):
+    """Token ids as a tensor; narrow or unsigned integers (uint8, int16, uint32, ...) become int64.
+
+    ``nn.Embedding`` takes only int32 and int64 ids, and PyTorch implements few operations for
+    uint16/32/64, so the course widens them (as Keras' ``Embedding`` casts them); other dtypes are
+    kept, for the checks to name.
+    """
+    tokens = torch.as_tensor(tokens)
+    if is_integer(tokens) and tokens.dtype not in (torch.int32, torch.int64):
+        tokens = tokens.to(torch.int64)
+    return tokens
+
 
 def create_padding_mask(tokens, pad_id=0):
     """Block the keys that are padding.
@@ -37,10 +53,14 @@ def create_padding_mask(tokens, pad_id=0):
     Returns:
         float32 mask, 1.0 where ``tokens == pad_id``.
 
+    Raises:
+        ValueError: ``tokens`` are not ``(batch, seq)``.
+
     Shape:
         (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
     """
-    tokens = torch.as_tensor(tokens)
+    tokens = _token_ids(tokens)
+    check_token_rank(tokens.shape)
     return (tokens == pad_id).to(torch.float32)[:, None, None, :]  # (batch, 1, 1, seq)
 
 
@@ -56,10 +76,14 @@ def create_look_ahead_mask(size):
 def create_combined_mask(tokens, pad_id=0):
     """The decoder's self-attention mask: look-ahead OR padding (element-wise max).
 
+    Raises:
+        ValueError: ``tokens`` are not ``(batch, seq)``.
+
     Shape:
         (batch, seq) -> (batch, 1, seq, seq) float32.
     """
-    tokens = torch.as_tensor(tokens)
+    tokens = _token_ids(tokens)
+    check_token_rank(tokens.shape)
     look_ahead = create_look_ahead_mask(tokens.shape[1]).to(tokens.device)  # (seq, seq)
     return torch.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
 

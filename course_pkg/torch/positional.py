@@ -16,6 +16,7 @@ from .._checks import (
     check_token_rank,
 )
 from ._layers import Layer, embedding, is_integer
+from .masks import _token_ids
 
 
 def positional_encoding(length, d_model):
@@ -75,7 +76,7 @@ class PositionalEmbedding(Layer):
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens, start=0):
-        tokens = torch.as_tensor(tokens, device=self.token_embedding.weight.device)
+        tokens = _token_ids(tokens).to(self.token_embedding.weight.device)  # uint8, int16, ... as int64
         check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tokens.shape[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)

@@ -39,7 +39,7 @@ from .._checks import (
     unpack_pair,
 )
 from ._layers import Layer, Model, dense, embedding, is_integer
-from .masks import create_padding_mask
+from .masks import _token_ids, create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention
 
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
@@ -78,16 +78,26 @@ def _gru_cell(input_size, units):
 
 
 def _check_tokens(tokens, vocab_size):
-    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are ``(batch, seq)`` ids, ``seq >= 1``."""
+    """``tokens`` as a tensor (narrow and unsigned integers as int64); raise ``TypeError``/``ValueError``
+    unless they are ``(batch, seq)`` ids, ``seq >= 1``."""
+    tokens = _token_ids(tokens)
     check_token_dtype(is_integer(tokens), str(tokens.dtype))
     check_token_rank(tokens.shape)
     if tokens.shape[1] == 0:
         raise ValueError("token ids must hold at least one position, got length 0")
     if tokens.numel():
         check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
+    return tokens
 
 
-# -------------------------------------------------------------------------- attention
+def _check_pair(src_tokens, tgt_tokens):
+    """Raise unless source and target are integer ``(batch, length)`` ids of one batch size."""
+    for tokens in (src_tokens, tgt_tokens):
+        check_token_dtype(is_integer(tokens), str(tokens.dtype))
+        check_token_rank(tokens.shape)
+    check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
+
+
 
 
 # ---------------------------------------------------------------- encoder and decoders
@@ -120,7 +130,7 @@ class Seq2SeqEncoder(Layer):
         self.rnn = _gru(embedding_dim, units)
 
     def forward(self, tokens):
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         x = self.embedding(tokens)  # (batch, src_len, embedding_dim)
         outputs, _ = self.rnn(x)  # (batch, src_len, units)
         positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device)  # (src_len,)
@@ -169,7 +179,7 @@ class Seq2SeqDecoder(Layer):
         self.final_layer = dense(units, vocab_size)
 
     def forward(self, tokens, state, context=None):
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         context = state if context is None else context
         check_state(state.shape, self.units, "state")
         check_state(context.shape, self.units, "context")
@@ -236,7 +246,7 @@ class AttentionDecoder(Layer):
         self.final_layer = dense(units, vocab_size)
 
     def forward(self, tokens, enc_output, state, padding_mask=None, return_attention=False):
-        _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size)
         check_features(enc_output.shape, self.units, "enc_output")
         check_state(state.shape, self.units, "state")
         check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
@@ -306,6 +316,8 @@ class Seq2Seq(Model):
         if return_attention and self.attention_type is None:
             raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
                              "was built with attention=None")
+        src_tokens, tgt_tokens = _token_ids(src_tokens), _token_ids(tgt_tokens)
+        _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
             logits, _ = self.decoder(tgt_tokens, state)  # (batch, tgt_len, target_vocab_size)

@@ -25,9 +25,17 @@ import os
 import torch
 
 from .._checks import check_label_smoothing, check_token_dtype, check_token_rank
-from .._training import CHECKPOINT_FORMAT, config_differences, evaluation_logs, fit_loop, plain
+from .._training import (
+    CHECKPOINT_FORMAT,
+    check_batch_shapes,
+    config_differences,
+    evaluation_logs,
+    fit_loop,
+    plain,
+)
 from ._layers import is_integer
 from .losses import _masked_sums, masked_accuracy, masked_loss
+from .masks import _token_ids
 from .schedule import make_optimizer
 
 
@@ -96,10 +104,17 @@ class Trainer:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def _tokens(self, tokens):
-        tokens = torch.as_tensor(tokens)
+        tokens = _token_ids(tokens)
         check_token_dtype(is_integer(tokens), str(tokens.dtype))
         check_token_rank(tokens.shape)
         return tokens.to(self.device, non_blocking=True)
+
+    def _batch(self, src, tgt_in, tgt_out):
+        """The batch on the model's device, checked: integer ``(batch, length)`` ids, one batch size,
+        ``tgt_out`` shaped as ``tgt_in``. The model checks the ids and lengths, the loss the labels."""
+        src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+        check_batch_shapes(src.shape, tgt_in.shape, tgt_out.shape)
+        return src, tgt_in, tgt_out
 
     def train_step(self, src, tgt_in, tgt_out):
         """One optimizer step on one batch (dropout on).
@@ -107,10 +122,15 @@ class Trainer:
         Returns:
             ``{"loss": float, "accuracy": float}`` of this batch, before the update.
 
+        Raises:
+            ValueError: batch sizes that differ, ``tgt_out`` not shaped as ``tgt_in``, ids
+                outside the vocabularies (labels other than ``pad_id`` included), sequences
+                longer than the model's ``max_len``; nothing is updated then.
+
         Shape:
             src (batch, src_len), tgt_in (batch, tgt_len), tgt_out (batch, tgt_len) int.
         """
-        src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+        src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
         self.model.train()
         logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
         loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
@@ -131,6 +151,9 @@ class Trainer:
 
         Returns:
             ``{"loss": float, "accuracy": float}``.
+
+        Raises:
+            ValueError: for a bad batch, as :meth:`train_step`.
         """
         was_training = self.model.training
         self.model.eval()
@@ -138,7 +161,7 @@ class Trainer:
         try:
             with torch.no_grad():
                 for src, tgt_in, tgt_out in batches:
-                    src, tgt_in, tgt_out = self._tokens(src), self._tokens(tgt_in), self._tokens(tgt_out)
+                    src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
                     logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
                     sums = _masked_sums(tgt_out, logits, self.pad_id, self.label_smoothing)
                     totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
