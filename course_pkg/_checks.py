@@ -266,3 +266,23 @@ def check_count(name, value, minimum) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
+
+
+def check_checkpoint_info(info, where, checkpoint_format) -> None:
+    """Raise ``ValueError`` unless ``info`` holds the fields that ``Trainer.save`` writes in both frameworks.
+
+    ``info`` is the torch checkpoint's dict or the TensorFlow checkpoint's
+    ``config.json``; ``where`` (the file) starts every message.
+    """
+    if not isinstance(info, dict) or info.get("format") != checkpoint_format:
+        raise ValueError(f"{where} is not a checkpoint written by Trainer.save")
+    problems = []
+    if not isinstance(info.get("model_class"), str):
+        problems.append(f"model_class must be a string, got {info.get('model_class')!r:.60}")
+    if not isinstance(info.get("config"), dict):
+        problems.append(f"config must be a dict, got {info.get('config')!r:.60}")
+    step = info.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        problems.append(f"step must be an int >= 0, got {step!r:.60}")
+    if problems:
+        raise ValueError(f"{where} is a damaged checkpoint: " + "; ".join(problems))

@@ -17,7 +17,7 @@ import errno
 import os
 import secrets
 
-__all__ = ["atomic_open", "atomic_write", "make_folder", "temporary_name"]
+__all__ = ["atomic_open", "atomic_write", "make_folder", "sync_folder", "temporary_name"]
 
 
 def temporary_name(path) -> str:
@@ -47,7 +47,7 @@ def make_folder(folder, target=None) -> None:
         raise type(err)(err.errno, f"cannot write {target}: {err.strerror} ({err.filename})") from None
 
 
-def _sync_folder(folder) -> None:
+def sync_folder(folder) -> None:
     """Make a rename in ``folder`` durable (POSIX); a no-op where folders cannot be opened."""
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -105,7 +105,7 @@ def atomic_open(path, mode="w", encoding=None, newline=None):
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
-    _sync_folder(folder)
+    sync_folder(folder)
 
 
 def atomic_write(path, data, encoding="utf-8") -> None:

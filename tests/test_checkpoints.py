@@ -69,10 +69,10 @@ def test_save_overwrites_atomically_and_a_failed_save_keeps_the_last_checkpoint(
     trainer.train_step(*batch)
     trainer.save(path)  # overwrite
     assert sorted(os.listdir(tmp_path)) == ["ckpt"]
-    if fw.name == "tensorflow":  # a directory: tf.train.Checkpoint files + config.json
+    if fw.name == "tensorflow":  # a directory: config.json naming the tf.train.Checkpoint files it stands for
         files = sorted(os.listdir(path))
-        assert "config.json" in files and "checkpoint.index" in files
         info = json.loads((path / "config.json").read_text())
+        assert "config.json" in files and f"{info['checkpoint']}.index" in files
         assert info["step"] == 2 and info["config"]["d_model"] == 16
 
     def broken(*args, **kwargs):

@@ -20,14 +20,17 @@ Example::
     trainer.restore("transformer_ckpt")   # later, into Trainer(Transformer(same arguments))
 """
 
+import contextlib
 import json
 import os
-import shutil
+import re
+import secrets
 
 import keras
 import tensorflow as tf
 
 from .._checks import (
+    check_checkpoint_info,
     check_label_range,
     check_label_smoothing,
     check_length,
@@ -35,6 +38,7 @@ from .._checks import (
     check_token_range,
     check_token_rank,
 )
+from .._files import atomic_open, make_folder, sync_folder
 from .._training import (
     CHECKPOINT_FORMAT,
     check_batch_shapes,
@@ -247,37 +251,70 @@ class Trainer:
         The checkpoint holds the model's weights, the optimizer's state (its
         step count drives the schedule), the step count, the random state of
         dropout (so that it continues as without the interruption) and the
-        model's ``get_config()``: a ``tf.train.Checkpoint`` under the prefix
-        ``path/checkpoint`` and the config in ``path/config.json`` beside it. It
-        is written to a temporary directory renamed to ``path`` at the end, so
-        ``path`` is never half-written.
+        model's ``get_config()``. In ``path``:
+
+        * ``config.json``, the manifest: the model's configuration, the step
+          count and the name of the checkpoint version it stands for;
+        * ``checkpoint-<step>-<id>.index`` and ``.data-*``, the
+          ``tf.train.Checkpoint`` of each version.
+
+        A save writes a new version beside the others, syncs it to disk and
+        then replaces ``config.json`` in one rename (``os.replace``), the
+        moment the new checkpoint takes over: before it, ``path`` is the
+        previous checkpoint, complete; after it, the new one. An interrupted
+        save (an error, ``KeyboardInterrupt``) removes what it wrote and leaves
+        the previous checkpoint. The previous version's files stay until the
+        next save, so that a reader that read ``config.json`` just before the
+        rename still finds the files it names; older versions are removed.
+
+        Raises:
+            ValueError: ``path`` is a file.
+            OSError: ``path`` cannot be created or written (the message names ``path``).
         """
         path = os.path.abspath(os.fspath(path))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.isfile(path):
+            raise ValueError(f"{path} is a file; a TensorFlow checkpoint is a directory "
+                             "(torch checkpoints are files)")
+        make_folder(path)
+        previous = _current_version(path)
+        version = f"{CHECKPOINT_PREFIX}-{self.step}-{secrets.token_hex(4)}"
         info = {
             "format": CHECKPOINT_FORMAT,
             "model_class": type(self.model).__name__,
             "config": plain(self.model.get_config()),
             "step": self.step,
+            "checkpoint": version,
         }
-        temporary, previous = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"
         try:
-            shutil.rmtree(temporary, ignore_errors=True)
-            self._checkpoint().write(os.path.join(temporary, CHECKPOINT_PREFIX))
-            with open(os.path.join(temporary, CONFIG_FILE), "w") as file:
+            self._checkpoint().write(os.path.join(path, version))
+            for name in _version_files(path, version):
+                _sync_file(os.path.join(path, name))
+            sync_folder(path)
+            with atomic_open(os.path.join(path, CONFIG_FILE), "w") as file:  # the switch
                 json.dump(info, file, indent=2)
-            if os.path.exists(path):
-                os.rename(path, previous)  # a directory cannot be replaced in one rename
-            os.rename(temporary, path)
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
-            shutil.rmtree(previous, ignore_errors=True)
+        except BaseException:
+            for name in _version_files(path, version):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(path, name))
+            raise
+        for old in _versions(path) - {version, previous}:
+            for name in _version_files(path, old):
+                os.remove(os.path.join(path, name))
 
     def restore(self, path):
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
 
         The model must have the configuration of the saved one: otherwise
-        ``ValueError`` names the differing values and nothing is loaded.
+        ``ValueError`` names the differing values and nothing is loaded. A
+        restore that fails on the way (damaged files, a tensor of another
+        shape) puts every variable back: the model, the optimizer and the step
+        count stay as they were.
+
+        Raises:
+            FileNotFoundError: there is no directory ``path``.
+            ValueError: ``path`` is a file; or its files are missing, empty,
+                truncated, damaged or not written by :meth:`save`; or it was
+                saved from another configuration. The message names the file.
         """
         path = os.fspath(path)
         if os.path.isfile(path):
@@ -288,14 +325,72 @@ class Trainer:
             raise FileNotFoundError(f"no checkpoint directory {path}")
         if not os.path.isfile(config_file):
             raise ValueError(f"{path} is not a checkpoint written by Trainer.save: no {CONFIG_FILE}")
-        with open(config_file) as file:
-            checkpoint = json.load(file)
-        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a checkpoint written by Trainer.save")
+        checkpoint = _read_manifest(config_file)
+        check_checkpoint_info(checkpoint, config_file, CHECKPOINT_FORMAT)
+        version = checkpoint.get("checkpoint", CHECKPOINT_PREFIX)  # checkpoints of before: "checkpoint"
+        if (not isinstance(version, str) or version in ("", ".", "..")
+                or os.path.basename(version) != version or (os.altsep and os.altsep in version)):
+            raise ValueError(f"{config_file} is a damaged checkpoint: checkpoint must be a file name in "
+                             f"the directory, got {version!r:.60}")
         expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
         found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
         differences = config_differences(expected, found)
         if differences:
             raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
                              "(expected: this model, found: the checkpoint): " + "; ".join(differences))
-        self._checkpoint().read(os.path.join(path, CHECKPOINT_PREFIX)).assert_consumed()
+        prefix = os.path.join(path, version)
+        if not os.path.isfile(prefix + ".index"):
+            raise ValueError(f"checkpoint {path} is incomplete: {config_file} names {version}, but "
+                             f"{prefix}.index is missing")
+        variables = self.model.variables + self.optimizer.variables + [self._step]
+        before = [variable.numpy() for variable in variables]
+        try:
+            self._checkpoint().read(prefix).assert_consumed()
+        except Exception as err:  # OpError, IndexError, ValueError (shapes), AssertionError...
+            for variable, value in zip(variables, before):
+                variable.assign(value)
+            reason = " ".join(str(err).split())[:200]
+            raise ValueError(f"checkpoint {prefix}.* could not be read (empty, truncated, damaged or of "
+                             f"another model), nothing was loaded: {type(err).__name__}: {reason}") from None
+
+
+_VERSION_FILE = re.compile(rf"({re.escape(CHECKPOINT_PREFIX)}(?:-\d+-[0-9a-f]+)?)\.(?:index|data-)")
+
+
+def _versions(path) -> set:
+    """The names of the checkpoint versions whose files lie in the directory ``path``."""
+    return {m.group(1) for m in map(_VERSION_FILE.match, os.listdir(path)) if m}
+
+
+def _version_files(path, version) -> list:
+    """The files of checkpoint ``version`` in the directory ``path`` (temporary ones of TensorFlow too)."""
+    return [name for name in os.listdir(path)
+            if (m := _VERSION_FILE.match(name)) and m.group(1) == version]
+
+
+def _current_version(path):
+    """The version that ``path/config.json`` names, or ``None`` if it is missing or unreadable."""
+    try:
+        with open(os.path.join(path, CONFIG_FILE), "rb") as file:
+            info = json.loads(file.read())
+        return info.get("checkpoint", CHECKPOINT_PREFIX) if isinstance(info, dict) else None
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _read_manifest(config_file):
+    """The JSON of a checkpoint's ``config.json``; ``ValueError`` naming it if it is not JSON."""
+    try:
+        with open(config_file, "rb") as file:
+            return json.loads(file.read().decode("utf-8-sig"))
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:200]
+        raise ValueError(f"{config_file} is not a checkpoint written by Trainer.save: the file is empty, "
+                         f"truncated or damaged ({reason})") from None
+
+
+def _sync_file(file_path):
+    """Flush ``file_path`` to disk (where the system lets a read-only handle do it)."""
+    with open(file_path, "rb") as file:
+        with contextlib.suppress(OSError):
+            os.fsync(file.fileno())

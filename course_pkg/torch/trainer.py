@@ -21,10 +21,12 @@ Example::
 """
 
 import os
+import warnings
 
 import torch
 
-from .._checks import check_label_smoothing, check_token_dtype, check_token_rank
+from .._checks import check_checkpoint_info, check_label_smoothing, check_token_dtype, check_token_rank
+from .._files import atomic_open
 from .._training import (
     CHECKPOINT_FORMAT,
     check_batch_shapes,
@@ -204,13 +206,22 @@ class Trainer:
         The checkpoint holds the model's weights, the optimizer's and the
         schedule's state, the step count, the random number generator's state
         (so that dropout continues as without the interruption) and the
-        model's ``get_config()``. It is written to a temporary file renamed to
-        ``path`` at the end, so ``path`` is never half-written. Only tensors and
-        plain Python values are stored: ``torch.load(path, weights_only=True)``
-        reads it.
+        model's ``get_config()``. It is written to a temporary file beside
+        ``path``, synced to disk and renamed to ``path`` at the end: an
+        interrupted save (an error, ``KeyboardInterrupt``) leaves the previous
+        checkpoint as it was, and a reader finds the old checkpoint or the new
+        one, never half of one. Only tensors and plain Python values are
+        stored: ``torch.load(path, weights_only=True)`` reads it.
+
+        Raises:
+            ValueError: ``path`` is a directory.
+            OSError: ``path``'s folder cannot be created or written (the
+                message names ``path``).
         """
         path = os.fspath(path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a directory; a torch checkpoint is one file "
+                             "(TensorFlow checkpoints are directories)")
         checkpoint = {
             "format": CHECKPOINT_FORMAT,
             "model_class": type(self.model).__name__,
@@ -223,38 +234,93 @@ class Trainer:
         }
         if self.device.type == "cuda":
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
-        temporary = f"{path}.tmp-{os.getpid()}"
-        try:
-            torch.save(checkpoint, temporary)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
+        with atomic_open(path, "wb") as file:
+            torch.save(checkpoint, file)
 
     def restore(self, path):
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
 
         The model must have the configuration of the saved one: otherwise
         ``ValueError`` names the differing values and nothing is loaded.
+        Everything is checked before anything is loaded (configuration, the
+        weights' names and shapes, the optimizer's parameter groups, the
+        random state), so a restore that fails leaves the model, the
+        optimizer, the schedule, the step count and the random state as they were.
+
+        Raises:
+            FileNotFoundError: there is no file ``path``.
+            ValueError: ``path`` is a directory; or it is empty, truncated,
+                damaged or not written by :meth:`save`; or it was saved from
+                another configuration. The message names ``path``.
         """
         path = os.fspath(path)
         if os.path.isdir(path):
             raise ValueError(f"{path} is a directory; a torch checkpoint is one file "
                              "(TensorFlow checkpoints are directories)")
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a checkpoint written by Trainer.save")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no checkpoint file {path}")
+        try:
+            with warnings.catch_warnings():  # torch warns of pickle protocols it then refuses
+                warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+                checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # EOFError, RuntimeError, UnpicklingError, KeyError...: all say "damaged"
+            raise ValueError(f"{path} is not a checkpoint written by Trainer.save: the file is empty, "
+                             f"truncated, damaged or holds other objects ({type(err).__name__})") from None
+        check_checkpoint_info(checkpoint, path, CHECKPOINT_FORMAT)
         expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
         found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
         differences = config_differences(expected, found)
         if differences:
             raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
                              "(expected: this model, found: the checkpoint): " + "; ".join(differences))
+        problem = self._checkpoint_problem(checkpoint)
+        if problem:
+            raise ValueError(f"{path} is a damaged checkpoint: {problem}; nothing was loaded")
+        # every check passed: load
+        self.model.load_state_dict(checkpoint["model"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
         if self.schedule is not None and checkpoint["schedule"] is not None:
             self.schedule.load_state_dict(checkpoint["schedule"])
-        self.model.load_state_dict(checkpoint["model"])
         self._step = int(checkpoint["step"])
         torch.set_rng_state(checkpoint["rng"]["cpu"])
         if "cuda" in checkpoint["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(checkpoint["rng"]["cuda"], self.device)
+
+    def _checkpoint_problem(self, checkpoint):
+        """What stops ``checkpoint`` (a dict of :meth:`save`) from loading into this trainer, or ``""``."""
+        weights, own = checkpoint.get("model"), self.model.state_dict()
+        if not isinstance(weights, dict):
+            return f"model must be a dict of tensors, got {type(weights).__name__}"
+        missing, unexpected = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
+        if missing or unexpected:
+            return f"the model's weights differ: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        for name, tensor in own.items():
+            saved = weights[name]
+            if not isinstance(saved, torch.Tensor) or saved.shape != tensor.shape:
+                shape = tuple(saved.shape) if isinstance(saved, torch.Tensor) else type(saved).__name__
+                return f"weight {name} has shape {shape}, expected {tuple(tensor.shape)}"
+        optimizer, groups = checkpoint.get("optimizer"), self.optimizer.param_groups
+        if (not isinstance(optimizer, dict) or not isinstance(optimizer.get("state"), dict)
+                or not isinstance(optimizer.get("param_groups"), list)):
+            return "optimizer must be an optimizer's state_dict"
+        saved_groups = optimizer["param_groups"]
+        if len(saved_groups) != len(groups) or any(
+                not isinstance(saved, dict) or len(saved.get("params", ())) != len(group["params"])
+                for saved, group in zip(saved_groups, groups)):
+            return "the optimizer's parameter groups differ from this optimizer's"
+        shapes = {index: param.shape for saved, group in zip(saved_groups, groups)
+                  for index, param in zip(saved["params"], group["params"])}
+        for index, state in optimizer["state"].items():
+            if index not in shapes or not isinstance(state, dict):
+                return f"the optimizer's state holds an unknown parameter {index!r}"
+            for key, value in state.items():  # moments are shaped as their parameter; counts are scalars
+                if isinstance(value, torch.Tensor) and value.dim() and value.shape != shapes[index]:
+                    return (f"the optimizer's {key} of parameter {index} has shape {tuple(value.shape)}, "
+                            f"expected {tuple(shapes[index])}")
+        if self.schedule is not None and not isinstance(checkpoint.get("schedule"), (dict, type(None))):
+            return "schedule must be a scheduler's state_dict"
+        rng = checkpoint.get("rng")
+        if not isinstance(rng, dict) or not isinstance(rng.get("cpu"), torch.Tensor) \
+                or rng["cpu"].dtype != torch.uint8:
+            return "rng must hold the random generator's state"
+        return ""
