@@ -118,6 +118,12 @@ def check_same_dtype(query_dtype: str, key_dtype: str) -> None:
         )
 
 
+def check_input_dtype(what: str, dtype: str, expected: str, source: str) -> None:
+    """Raise ``TypeError`` unless input ``what`` has dtype ``expected`` (that of ``source``)."""
+    if dtype != expected:
+        raise TypeError(f"{what} has dtype {dtype}, expected {expected} (that of {source}); cast it first")
+
+
 def check_features(shape: Shape, d_model: int, what: str = "input") -> None:
     """Raise ``ValueError`` unless ``shape`` is ``(batch, length, d_model)``."""
     shape = tuple(shape)

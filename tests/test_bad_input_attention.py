@@ -60,6 +60,50 @@ def test_sdpa_refuses_query_and_key_of_different_dtypes(fw, query_dtype, key_dty
         fw.cp.scaled_dot_product_attention(fw.tensor(Q, query_dtype), fw.tensor(KV, key_dtype), fw.tensor(KV))
 
 
+# ------------------------------------------------------------------ dtypes into the layers
+DTYPE_LAYERS = [("MultiHeadAttention", (4, 2), ("query", "key", "value")),
+                ("BahdanauAttention", (4,), ("query", "keys")),
+                ("LuongAttention", (4, "general"), ("query", "keys"))]
+
+
+@pytest.mark.parametrize("layer,args,names", DTYPE_LAYERS, ids=[f"{r[0]}-{r[1][-1]}" for r in DTYPE_LAYERS])
+@pytest.mark.parametrize("which", [0, 1])
+def test_attention_layers_refuse_or_cast_an_input_of_another_dtype(fw, layer, args, names, which):
+    """torch refuses an input whose dtype is not the weights'; Keras casts it to the layer's dtype."""
+    attention = fw.make(layer, *args)
+    inputs = [fw.tensor(Q if i == 0 else KV, "float16" if i == which else "float32")
+              for i in range(len(names))]
+    if fw.name == "torch":
+        with pytest.raises(TypeError, match=rf"^{names[which]} has dtype float16, expected float32 \(that of "
+                                            r"the layer's weights\); cast it first$"):
+            fw.call(attention, *inputs)
+    else:
+        out = fw.call_raw(attention, *inputs)[0]
+        assert out.dtype.name == "float32"
+
+
+def test_luong_dot_attention_refuses_keys_of_another_dtype_than_the_query(fw):
+    """``score="dot"`` has no weights: in torch the keys must match the query's dtype."""
+    attention = fw.make("LuongAttention", 4)
+    query, keys = fw.tensor(Q), fw.tensor(KV, "float16")
+    if fw.name == "torch":
+        with pytest.raises(TypeError, match=r"^keys has dtype float16, expected float32 \(that of the first "
+                                            r"input, query\); cast it first$"):
+            fw.call(attention, query, keys)
+    else:
+        assert fw.call_raw(attention, query, keys)[0].dtype.name == "float32"
+
+
+def test_torch_attention_layers_accept_mixed_dtypes_under_autocast(fw):
+    if fw.name != "torch":
+        pytest.skip("torch.autocast is torch's")
+    torch = fw.torch
+    mha = fw.make("MultiHeadAttention", 4, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fw.call_raw(mha, fw.tensor(Q), fw.tensor(KV, "bfloat16"), fw.tensor(KV))[0]
+    assert out.dtype == torch.bfloat16 and tuple(out.shape) == Q.shape
+
+
 # ------------------------------------------------------------------ NaN at blocked keys
 @pytest.mark.parametrize("poison", [np.nan, np.inf], ids=["nan", "inf"])
 def test_sdpa_keeps_nan_values_at_blocked_keys_out_of_the_output(fw, poison):
@@ -106,7 +150,83 @@ def test_rnn_attention_keeps_nan_in_padded_keys_out_of_the_context(fw, layer, ar
 def test_valid_attention_numbers_are_unchanged_by_the_blocked_value_guard(fw):
     """With finite values the output is bit for bit weights @ values, as before the guard."""
     q, kv = fw.tensor(Q), fw.tensor(KV)
-    for mask in (PAD_MASK, np.triu(np.ones((3, 5), np.float32), 1), None):
+    row_blocked = np.zeros((2, 3, 5), np.float32)  # (batch, Tq, Tk): one query blocked everywhere
+    row_blocked[1, 2] = 1.0
+    for mask in (PAD_MASK, np.triu(np.ones((3, 5), np.float32), 1), row_blocked, None):
         mask = None if mask is None else fw.tensor(mask)
         out, weights = fw.cp.scaled_dot_product_attention(q, kv, kv, mask)
         np.testing.assert_array_equal(fw.to_numpy(out), fw.to_numpy(weights @ kv))
+
+
+# ----------------------------------------------- NaN at keys blocked for only some queries
+SELF = RNG.normal(size=(2, 5, 4)).astype(np.float32)  # (batch, T, depth): self-attention
+LOOK_AHEAD = np.triu(np.ones((5, 5), np.float32), 1)  # (Tq, Tk): query i sees keys 0..i
+FUTURE = 3  # the key holding the bad value: blocked for queries 0-2, seen by queries 3 and 4
+
+
+def _with_value_at(x, position, value, feature=1):
+    """A copy of ``x`` (batch, T, depth) with ``value`` stored at one feature of ``position``."""
+    x = x.copy()
+    x[:, position, feature] = value
+    return x
+
+
+@pytest.mark.parametrize("poison", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+def test_sdpa_keeps_a_bad_value_at_a_look_ahead_blocked_key_out_of_earlier_queries(fw, poison):
+    q, k, mask = fw.tensor(SELF), fw.tensor(SELF), fw.tensor(LOOK_AHEAD)
+    out, weights = fw.cp.scaled_dot_product_attention(q, k, fw.tensor(_with_value_at(SELF, FUTURE, poison)),
+                                                      mask)
+    zeroed, zeroed_weights = fw.cp.scaled_dot_product_attention(
+        q, k, fw.tensor(_with_value_at(SELF, FUTURE, 0.0)), mask)
+    out, zeroed = fw.to_numpy(out), fw.to_numpy(zeroed)
+    assert np.isfinite(out[:, :FUTURE]).all()
+    np.testing.assert_array_equal(out[:, :FUTURE], zeroed[:, :FUTURE])
+    np.testing.assert_array_equal(fw.to_numpy(weights), fw.to_numpy(zeroed_weights))
+    # the queries that attend to the bad key still see it: a genuine NaN is not hidden
+    assert np.isnan(out[:, FUTURE:]).all()
+
+
+def test_sdpa_gives_nan_for_every_query_that_attends_to_a_nan_value(fw):
+    """A NaN at a key that no mask blocks reaches every query, as without a mask."""
+    kv = fw.tensor(_with_value_at(KV, 2, np.nan))
+    out = fw.to_numpy(fw.cp.scaled_dot_product_attention(fw.tensor(Q), kv, kv, fw.tensor(PAD_MASK))[0])
+    unmasked = fw.to_numpy(fw.cp.scaled_dot_product_attention(fw.tensor(Q), kv, kv)[0])
+    assert np.isnan(out).all() and np.isnan(unmasked).all()
+
+
+def test_sdpa_keeps_a_nan_value_out_of_each_query_that_blocks_its_key(fw):
+    """Per-query masks (batch, heads, Tq, Tk): only the queries that attend to the NaN get NaN."""
+    q = RNG.normal(size=(2, 3, 4, 4)).astype(np.float32)  # (batch, heads, Tq, depth)
+    v = RNG.normal(size=(2, 3, 5, 4)).astype(np.float32)  # (batch, heads, Tk, depth)
+    v[0, 1, 2, 3] = np.nan  # batch 0, head 1, key 2
+    mask = np.zeros((2, 1, 4, 5), np.float32)
+    mask[:, :, 1:, 2] = 1.0  # queries 1-3 block key 2; query 0 attends to it
+    out = fw.to_numpy(fw.cp.scaled_dot_product_attention(fw.tensor(q), fw.tensor(v), fw.tensor(v),
+                                                         fw.tensor(mask))[0])
+    bad = np.zeros(out.shape[:-1], bool)
+    bad[0, 1, 0] = True
+    assert np.isnan(out[bad]).all() and np.isfinite(out[~bad]).all()
+
+
+def test_multi_head_attention_keeps_a_nan_at_a_future_position_out_of_earlier_queries(fw):
+    fw.seed(0)
+    mha = fw.make("MultiHeadAttention", 4, 2)
+    poisoned = _with_value_at(SELF, FUTURE, np.nan)
+    out = fw.call(mha, SELF, SELF, poisoned, mask=LOOK_AHEAD)[0]
+    clean = fw.call(mha, SELF, SELF, SELF, mask=LOOK_AHEAD)[0]
+    assert np.isfinite(out[:, :FUTURE]).all() and np.isnan(out[:, FUTURE:]).all()
+    np.testing.assert_allclose(out[:, :FUTURE], clean[:, :FUTURE], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("layer,args", [("BahdanauAttention", (4,)), ("LuongAttention", (4,)),
+                                        ("LuongAttention", (4, "general"))])
+def test_rnn_attention_keeps_a_nan_key_out_of_the_queries_that_block_it(fw, layer, args):
+    fw.seed(0)
+    attention = fw.make(layer, *args)
+    mask = np.zeros((2, 3, 5), np.float32)  # (batch, Tq, Tk)
+    mask[:, 0, 4] = 1.0  # query 0 blocks key 4; queries 1 and 2 attend to it
+    context, weights = fw.call(attention, Q, _with_value_at(KV, 4, np.nan), mask=mask)
+    zeroed, zeroed_weights = fw.call(attention, Q, _with_value_at(KV, 4, 0.0), mask=mask)
+    assert np.isfinite(context[:, 0]).all() and np.isnan(context[:, 1:]).all()
+    np.testing.assert_array_equal(context[:, 0], zeroed[:, 0])
+    np.testing.assert_array_equal(weights[:, 0], zeroed_weights[:, 0])

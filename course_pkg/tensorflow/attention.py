@@ -23,20 +23,25 @@ from .._checks import (
 from ._layers import Layer, dense
 
 
-def _zero_blocked_values(value, blocked):
-    """``value`` with zeros at the keys that ``blocked`` (``mask != 0``) blocks for every query.
+def _weighted_values(weights, value, blocked):
+    """``weights @ value``, where a NaN or inf stored at a key reaches only the queries that attend to it.
 
-    Those keys get a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there, e.g.
-    at padding, would reach the output. A where-select, so the other values are kept bit for bit.
+    A blocked key gets a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there,
+    e.g. at padding or at a future position under the look-ahead mask, would reach every query.
+    The values of keys holding a non-finite number are read as 0 (a where-select, so finite
+    values are kept bit for bit and valid input gives exactly ``weights @ value``), and the
+    output row of each query that attends (unblocked) to such a key is set back to NaN.
 
     Shape:
-        value (..., Tk, dv), blocked broadcastable to (..., Tq, Tk) -> (..., Tk, dv).
+        weights (..., Tq, Tk), value (..., Tk, dv), blocked (mask != 0) broadcastable to
+        (..., Tq, Tk) -> (..., Tq, dv).
     """
-    if blocked.shape.rank >= 2:
-        blocked = tf.reduce_all(blocked, axis=-2)  # (..., Tk): blocked for every query
-    if blocked.shape.rank >= 1:
-        blocked = blocked[..., tf.newaxis]  # (..., Tk, 1)
-    return tf.where(blocked, tf.zeros((), dtype=value.dtype), value)
+    if not value.dtype.is_floating:
+        return tf.matmul(weights, value)
+    bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (..., Tk)
+    out = tf.matmul(weights, tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
+    poison = tf.reduce_any(tf.logical_not(blocked) & bad_key[..., tf.newaxis, :], axis=-1)  # (..., Tq)
+    return tf.where(poison[..., tf.newaxis], tf.constant(math.nan, out.dtype), out)  # (..., Tq, dv)
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -55,10 +60,12 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
         exactly 0; a fully blocked row gets all-zero weights and a zero output
-        (never NaN). The values of keys blocked for every query (padding) are
-        read as 0, so a NaN or inf stored there never reaches the output (a
-        weight of 0 times NaN would be NaN); finite values give the same
-        numbers either way. The softmax runs in float32 whatever the input dtype.
+        (never NaN). A NaN or inf stored in the value of a blocked key (padding,
+        or a future position under the look-ahead mask) never reaches the
+        output (a weight of 0 times NaN would be NaN); a query that attends to
+        such a key gets an all-NaN output row, so a genuine NaN is not hidden.
+        Finite values give exactly ``weights @ value``. The softmax runs in
+        float32 whatever the input dtype.
 
     Raises:
         ValueError: depths, lengths or the leading (batch) axes of key and
@@ -81,11 +88,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         blocked = tf.broadcast_to(tf.not_equal(mask, 0), tf.shape(logits))  # (..., Tq, Tk)
         logits = tf.where(blocked, tf.float32.min, logits)
     weights = tf.nn.softmax(logits, axis=-1)  # (..., Tq, Tk)
-    if mask is not None:
-        weights = tf.where(blocked, 0.0, weights)  # exact zeros, also in full rows
-        value = _zero_blocked_values(value, tf.not_equal(mask, 0))  # no 0 * NaN from padding
-    weights = tf.cast(weights, value.dtype)
-    return tf.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
+    if mask is None:
+        weights = tf.cast(weights, value.dtype)
+        return tf.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
+    weights = tf.cast(tf.where(blocked, 0.0, weights), value.dtype)  # exact zeros, also in full rows
+    return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -99,6 +106,9 @@ class MultiHeadAttention(Layer):
     Args:
         d_model: model width; must be a multiple of ``num_heads``.
         num_heads: number of heads; each gets ``depth = d_model // num_heads``.
+
+    Floating inputs of another dtype are cast to the layer's compute dtype
+    (Keras does it); the torch layer refuses them with a ``TypeError``.
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),

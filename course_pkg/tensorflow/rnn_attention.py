@@ -23,7 +23,7 @@ from .._checks import (
     check_positive,
 )
 from ._layers import Layer
-from .attention import _zero_blocked_values
+from .attention import _weighted_values
 
 LUONG_SCORES = ("dot", "general")
 
@@ -54,15 +54,16 @@ def _masked_softmax(scores, mask=None):
 
 
 def _context(weights, keys, mask=None):
-    """``weights @ keys``, reading the keys that the mask blocks for every query (padding) as 0:
-    their weight is exactly 0, but 0 * NaN would be NaN.
+    """``weights @ keys``; a NaN or inf stored at a blocked key never reaches the context
+    (its weight is exactly 0, but 0 * NaN would be NaN), as in
+    :func:`~course_pkg.tensorflow.scaled_dot_product_attention`.
 
     Shape:
         weights (batch, Tq, Tk), keys (batch, Tk, key_dim) -> context (batch, Tq, key_dim).
     """
-    if mask is not None:
-        keys = _zero_blocked_values(keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
-    return tf.matmul(weights, keys)
+    if mask is None:
+        return tf.matmul(weights, keys)
+    return _weighted_values(weights, keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -82,9 +83,11 @@ class BahdanauAttention(Layer):
         ``mask`` is a course mask (1.0 = blocked) that broadcasts to
         (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
         get a weight of exactly 0; a fully blocked row gets all-zero weights and
-        a zero context (never NaN). Keys blocked for every query (padding) are
-        read as 0 in the context, so a NaN stored there never reaches it. The
-        softmax runs in float32.
+        a zero context (never NaN). A NaN or inf stored at a blocked key never
+        reaches the context; a query that attends to one gets an all-NaN
+        context row. The softmax runs in float32. A floating query or keys of
+        another dtype is cast to the layer's compute dtype (Keras does it); the
+        torch layer refuses it with a ``TypeError``.
 
     Shape:
         query (batch, Tq, query_dim), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
@@ -134,7 +137,7 @@ class LuongAttention(Layer):
 
     Call:
         ``attention(query, keys, mask=None)`` returns ``(context, weights)``;
-        masking as in :class:`BahdanauAttention`.
+        masking and dtypes as in :class:`BahdanauAttention`.
 
     Shape:
         query (batch, Tq, units), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->

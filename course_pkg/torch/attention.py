@@ -14,6 +14,7 @@ from .._checks import (
     check_batch,
     check_features,
     check_heads,
+    check_input_dtype,
     check_mask_dtype,
     check_mask_shape,
     check_matching_depth,
@@ -22,20 +23,49 @@ from .._checks import (
 from ._layers import Layer, dense
 
 
-def _zero_blocked_values(value, blocked):
-    """``value`` with zeros at the keys that ``blocked`` (``mask != 0``) blocks for every query.
+def _weighted_values(weights, value, blocked):
+    """``weights @ value``, where a NaN or inf stored at a key reaches only the queries that attend to it.
 
-    Those keys get a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there, e.g.
-    at padding, would reach the output. A where-select, so the other values are kept bit for bit.
+    A blocked key gets a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there,
+    e.g. at padding or at a future position under the look-ahead mask, would reach every query.
+    The values of keys holding a non-finite number are read as 0 (a where-select, so finite
+    values are kept bit for bit and valid input gives exactly ``weights @ value``), and the
+    output row of each query that attends (unblocked) to such a key is set back to NaN.
 
     Shape:
-        value (..., Tk, dv), blocked broadcastable to (..., Tq, Tk) -> (..., Tk, dv).
+        weights (..., Tq, Tk), value (..., Tk, dv), blocked (mask != 0) broadcastable to
+        (..., Tq, Tk) -> (..., Tq, dv).
     """
-    if blocked.dim() >= 2:
-        blocked = blocked.all(dim=-2)  # (..., Tk): blocked for every query
-    if blocked.dim() >= 1:
-        blocked = blocked[..., None]  # (..., Tk, 1)
-    return torch.where(blocked, torch.zeros((), dtype=value.dtype, device=value.device), value)
+    if not value.is_floating_point():
+        return torch.matmul(weights, value)
+    bad_key = (~torch.isfinite(value)).any(dim=-1)  # (..., Tk): a NaN or inf in the value
+    zero = torch.zeros((), dtype=value.dtype, device=value.device)
+    out = torch.matmul(weights, torch.where(bad_key[..., None], zero, value))  # (..., Tq, dv)
+    poison = (~blocked & bad_key[..., None, :]).any(dim=-1)  # (..., Tq): attends to a bad key
+    return torch.where(poison[..., None], torch.full((), math.nan, dtype=out.dtype, device=out.device),
+                       out)
+
+
+def _check_input_dtypes(layer, **inputs):
+    """Raise ``TypeError`` unless every input has the dtype of the layer's weights (or, for a
+    layer without weights, that of the first input). Skipped under ``torch.autocast``, which
+    casts the inputs of each operation itself.
+
+    Keras layers cast floating inputs to their compute dtype instead, so the TensorFlow
+    layers accept such inputs.
+    """
+    first = next(iter(inputs.values()))
+    if torch.is_autocast_enabled(first.device.type):
+        return
+    param = next(layer.parameters(), None)
+    expected, source = ((param.dtype, "the layer's weights") if param is not None
+                        else (first.dtype, f"the first input, {next(iter(inputs))}"))
+    for name, x in inputs.items():
+        check_input_dtype(name, _dtype_name(x.dtype), _dtype_name(expected), source)
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -54,10 +84,12 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
         ``(output, attention_weights)``. Blocked positions get a weight of
         exactly 0; a fully blocked row gets all-zero weights and a zero output
-        (never NaN). The values of keys blocked for every query (padding) are
-        read as 0, so a NaN or inf stored there never reaches the output (a
-        weight of 0 times NaN would be NaN); finite values give the same
-        numbers either way. The softmax runs in float32 whatever the input dtype.
+        (never NaN). A NaN or inf stored in the value of a blocked key (padding,
+        or a future position under the look-ahead mask) never reaches the
+        output (a weight of 0 times NaN would be NaN); a query that attends to
+        such a key gets an all-NaN output row, so a genuine NaN is not hidden.
+        Finite values give exactly ``weights @ value``. The softmax runs in
+        float32 whatever the input dtype.
 
     Raises:
         ValueError: depths, lengths or the leading (batch) axes of key and
@@ -69,7 +101,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         output (..., Tq, dv), attention_weights (..., Tq, Tk).
     """
     check_matching_depth(query.shape, key.shape, value.shape)
-    check_same_dtype(str(query.dtype).replace("torch.", ""), str(key.dtype).replace("torch.", ""))
+    check_same_dtype(_dtype_name(query.dtype), _dtype_name(key.dtype))
     query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = torch.matmul(query, key.transpose(-2, -1)).float()  # (..., Tq, Tk)
     if mask is not None:
@@ -79,11 +111,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         blocked = mask != 0  # (..., Tq, Tk) after broadcasting
         logits = logits.masked_fill(blocked, torch.finfo(torch.float32).min)
     weights = torch.softmax(logits, dim=-1)  # (..., Tq, Tk)
-    if mask is not None:
-        weights = weights.masked_fill(blocked, 0.0)  # exact zeros, also in full rows
-        value = _zero_blocked_values(value, blocked)  # no 0 * NaN from padding
-    weights = weights.to(value.dtype)
-    return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
+    if mask is None:
+        weights = weights.to(value.dtype)
+        return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
+    weights = weights.masked_fill(blocked, 0.0).to(value.dtype)  # exact zeros, also in full rows
+    return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
 class MultiHeadAttention(Layer):
@@ -96,6 +128,11 @@ class MultiHeadAttention(Layer):
     Args:
         d_model: model width; must be a multiple of ``num_heads``.
         num_heads: number of heads; each gets ``depth = d_model // num_heads``.
+
+    Raises:
+        TypeError: on call, a query, key or value whose dtype differs from that
+            of the layer's weights (outside ``torch.autocast``). The TensorFlow
+            layer casts floating inputs to its compute dtype instead (Keras).
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),
@@ -130,6 +167,7 @@ class MultiHeadAttention(Layer):
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
+        _check_input_dtypes(self, query=query, key=key, value=value)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
         return self.attend(query, k, v, mask)
 
@@ -141,6 +179,7 @@ class MultiHeadAttention(Layer):
         """
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
+        _check_input_dtypes(self, key=key, value=value)
         return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
 
     def attend(self, query, k, v, mask=None):
@@ -151,6 +190,7 @@ class MultiHeadAttention(Layer):
             output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
         """
         check_features(query.shape, self.d_model, "query")
+        _check_input_dtypes(self, query=query)
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
         return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)

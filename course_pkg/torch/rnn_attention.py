@@ -22,7 +22,7 @@ from .._checks import (
     check_positive,
 )
 from ._layers import Layer
-from .attention import _zero_blocked_values
+from .attention import _check_input_dtypes, _weighted_values
 
 LUONG_SCORES = ("dot", "general")
 
@@ -53,15 +53,16 @@ def _masked_softmax(scores, mask=None):
 
 
 def _context(weights, keys, mask=None):
-    """``weights @ keys``, reading the keys that the mask blocks for every query (padding) as 0:
-    their weight is exactly 0, but 0 * NaN would be NaN.
+    """``weights @ keys``; a NaN or inf stored at a blocked key never reaches the context
+    (its weight is exactly 0, but 0 * NaN would be NaN), as in
+    :func:`~course_pkg.torch.scaled_dot_product_attention`.
 
     Shape:
         weights (batch, Tq, Tk), keys (batch, Tk, key_dim) -> context (batch, Tq, key_dim).
     """
-    if mask is not None:
-        keys = _zero_blocked_values(keys, torch.as_tensor(mask, device=keys.device) != 0)
-    return torch.matmul(weights, keys)
+    if mask is None:
+        return torch.matmul(weights, keys)
+    return _weighted_values(weights, keys, torch.as_tensor(mask, device=keys.device) != 0)
 
 
 class BahdanauAttention(Layer):
@@ -80,9 +81,11 @@ class BahdanauAttention(Layer):
         ``mask`` is a course mask (1.0 = blocked) that broadcasts to
         (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
         get a weight of exactly 0; a fully blocked row gets all-zero weights and
-        a zero context (never NaN). Keys blocked for every query (padding) are
-        read as 0 in the context, so a NaN stored there never reaches it. The
-        softmax runs in float32.
+        a zero context (never NaN). A NaN or inf stored at a blocked key never
+        reaches the context; a query that attends to one gets an all-NaN
+        context row. The softmax runs in float32. A query or keys whose dtype
+        differs from that of the weights raises ``TypeError`` (outside
+        ``torch.autocast``); the TensorFlow layer casts them (Keras does).
 
     Shape:
         query (batch, Tq, query_dim), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
@@ -103,6 +106,7 @@ class BahdanauAttention(Layer):
         check_features(query.shape, self.query_dim, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
+        _check_input_dtypes(self, query=query, keys=keys)
         q = self.w1(query)[:, :, None, :]  # (batch, Tq, 1, units)
         k = self.w2(keys)[:, None, :, :]  # (batch, 1, Tk, units)
         scores = self.v(torch.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
@@ -129,7 +133,8 @@ class LuongAttention(Layer):
 
     Call:
         ``attention(query, keys, mask=None)`` returns ``(context, weights)``;
-        masking as in :class:`BahdanauAttention`.
+        masking and dtypes as in :class:`BahdanauAttention` (``"dot"`` has no
+        weights: keys must have the dtype of the query).
 
     Shape:
         query (batch, Tq, units), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
@@ -154,6 +159,7 @@ class LuongAttention(Layer):
         check_features(query.shape, self.units, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
+        _check_input_dtypes(self, query=query, keys=keys)
         k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
         scores = torch.matmul(query, k.transpose(1, 2))  # (batch, Tq, Tk)
         weights = _masked_softmax(scores, mask).to(keys.dtype)  # (batch, Tq, Tk)
