@@ -6,7 +6,8 @@
         DIR/exercises.json          exercises, points and parameters of this edition
     check NOTEBOOK [NOTEBOOK ...] [--timeout S] [--json FILE]
         run each notebook's exercises and print a table per notebook and a total;
-        exit 1 when any exercise fails, 2 when a notebook cannot be graded
+        exit 1 when any exercise fails, 2 when a notebook cannot be graded (it is named, the
+        others are graded and --json lists them); an unwritable --json is refused first
     site --out DIR [--seed N] [--root .] [--force]
         the book without solution text (pages, _sources, downloads), built with Jupyter Book
 """
@@ -27,6 +28,17 @@ def _seed(text):
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"the seed must be >= 0, got {value}")
+    return value
+
+
+def _timeout(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"the timeout must be a whole number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the timeout must be > 0 seconds, got {value}")
     return value
 
 
@@ -53,7 +65,9 @@ def parser():
 
     check = commands.add_parser("check", help="grade student notebooks")
     check.add_argument("notebooks", nargs="+", type=Path)
-    check.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    check.add_argument("--timeout", type=_timeout, default=120,
+                       help="seconds any one cell may run (default 120); a cell over it has its "
+                            "kernel killed and its exercise scores 0")
     check.add_argument("--json", type=Path, help="also write the grades to this JSON file")
 
     site = commands.add_parser("site", help="the student edition of the book (HTML)")
@@ -89,7 +103,10 @@ def main(argv=None) -> int:
 
 def _check(args) -> int:
     from .grading import grade
+    from .notebooks import check_writable
 
+    if args.json:
+        check_writable(args.json, "--json", folder=False)
     reports, unreadable = [], 0
     for path in args.notebooks:
         try:
@@ -104,7 +121,10 @@ def _check(args) -> int:
     if len(reports) > 1:
         print(f"All notebooks: {sum(r.score for r in reports)}/{sum(r.total for r in reports)} points")
     if args.json:
-        atomic_write(args.json, json.dumps([r.as_dict() for r in reports], indent=1) + "\n")
+        try:
+            atomic_write(args.json, json.dumps([r.as_dict() for r in reports], indent=1) + "\n")
+        except OSError as error:
+            raise ExerciseError(f"--json: {error}") from None
     if unreadable:
         return 2
     return 0 if all(r.passed for r in reports) else 1

@@ -1,27 +1,49 @@
-"""Grade a student's chapter notebook: run its exercises in a fresh kernel and score each check.
+"""Grade a student's chapter notebook: run its exercises in a fresh kernel and score each answer.
 
 What runs: the notebook's set-up cell (tagged ``course-setup``) and every code cell of the
 ``## Exercises`` section, in a temporary folder, on a copy (the student's file is only read).
 The parameters and check cells are reset to their canonical source for the notebook's seed
 (``course_pkg_exercises`` metadata; the book's seed otherwise), so editing them changes nothing.
 
+Grades come from a state the student's code cannot reach: after an exercise's cells, the
+grader sends the kernel the exercise's parameters (serialised, drawn afresh from the seed), has
+it call the student's function on them and write the result to a file, and compares that
+result with :mod:`course_pkg.reference` itself, outside the kernel. Whatever the notebook does
+to ``check``, its parameters, the package, ``print``, exception handlers or IPython, only the
+function's result counts; an honest wrong answer is told what differs, as ``check`` does.
+
 Crash isolation: a cell that raises does not stop the others (``allow_errors``); a cell over
-the time limit is interrupted; if the kernel dies, a new one runs the set-up again and grading
-goes on with the next exercise. An exercise scores its points when its check cell ran without
-an error, and 0 otherwise, with the first error of its cells as the reason.
+the time limit, or a dead kernel, ends that kernel (killed, even if it ignores interrupts): a
+new one runs the set-up again and grading goes on with the next exercise, the one that was
+running scoring 0.
+
+A malformed notebook (wrong types in its metadata or cells, another chapter's notebook) raises
+:class:`ExerciseError` naming it before any kernel starts.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import secrets
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import BOOK_SEED, for_chapter
-from .notebooks import METADATA_KEY, ExerciseError, exercise_of, read_notebook, section_start, source_text
+import numpy as np
+
+from . import _compare
+from .catalog import BOOK_SEED, EXERCISES, for_chapter, get
+from .notebooks import (
+    METADATA_KEY,
+    ROLES,
+    ExerciseError,
+    exercise_of,
+    read_notebook,
+    section_start,
+    source_text,
+)
 
 
 @dataclass
@@ -77,24 +99,92 @@ class Report:
                                "passed": r.passed, "reason": r.reason} for r in self.results]}
 
 
+CHAPTERS = {exercise.chapter for exercise in EXERCISES}
+PROBE_KEY = "course_grader_probe"  # metadata of the cells the grader adds
+
+
+def _malformed(path, what):
+    return ExerciseError(f"{path}: malformed notebook: {what}")
+
+
+def _type(value):
+    return type(value).__name__
+
+
+def validate(notebook, path):
+    """Raise :class:`ExerciseError` naming ``path`` where the notebook's types are not Jupyter's."""
+    meta = notebook.get("metadata", {})
+    if not isinstance(meta, dict):
+        raise _malformed(path, f"its metadata is a {_type(meta)}, not a mapping")
+    ours = meta.get(METADATA_KEY, {})
+    if not isinstance(ours, dict):
+        raise _malformed(path, f"metadata {METADATA_KEY!r} is a {_type(ours)}, not a mapping")
+    if "chapter" in ours and not isinstance(ours["chapter"], str):
+        raise _malformed(path, f"metadata {METADATA_KEY}.chapter is a {_type(ours['chapter'])}, not text")
+    seed = ours.get("seed", BOOK_SEED)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise _malformed(path, f"metadata {METADATA_KEY}.seed must be an integer >= 0, got {seed!r}")
+    for index, cell in enumerate(notebook["cells"]):
+        place = f"cell {index}"
+        if not isinstance(cell, dict):
+            raise _malformed(path, f"{place} is a {_type(cell)}, not a mapping")
+        if cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise _malformed(path, f"{place} has cell_type {cell.get('cell_type')!r}")
+        source = cell.get("source", "")
+        if not (isinstance(source, str) or isinstance(source, list)
+                and all(isinstance(line, str) for line in source)):
+            raise _malformed(path, f"{place}'s source is a {_type(source)}, not text")
+        cell_meta = cell.get("metadata", {})
+        if not isinstance(cell_meta, dict):
+            raise _malformed(path, f"{place}'s metadata is a {_type(cell_meta)}, not a mapping")
+        tags = cell_meta.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            raise _malformed(path, f"{place}'s tags are not a list of text: {tags!r}")
+        exercise = cell_meta.get("exercise")
+        if exercise is not None and not (isinstance(exercise, dict) and isinstance(exercise.get("id"), str)
+                                         and exercise.get("role") in ROLES):
+            raise _malformed(path, f"{place}'s exercise metadata {exercise!r} is not "
+                                   f"{{'id': '3.1', 'role': one of {ROLES}}}")
+
+
 def _chapter_of(notebook, path):
-    meta = notebook.get("metadata", {}).get(METADATA_KEY, {})
-    return meta.get("chapter", Path(path).stem), int(meta.get("seed", BOOK_SEED))
+    """``(chapter, seed)``; ``ExerciseError`` for a chapter's notebook handed in as another's."""
+    ours = notebook.get("metadata", {}).get(METADATA_KEY, {})
+    stem = Path(path).stem
+    chapter = ours.get("chapter", stem)
+    if stem in CHAPTERS and chapter != stem:
+        raise ExerciseError(f"{path}: this is chapter {chapter}'s notebook, handed in as {stem} "
+                            f"(its metadata says {chapter})")
+    ids = sorted({exercise_of(cell)[0] for cell in notebook["cells"]} & {e.id for e in EXERCISES})
+    found = sorted({get(ex_id).chapter for ex_id in ids})
+    if found and chapter not in found:
+        raise ExerciseError(f"{path}: holds the exercises of {', '.join(found)} ({', '.join(ids)}), "
+                            f"not those of {chapter}: another chapter's notebook")
+    return chapter, ours.get("seed", BOOK_SEED)
+
+
+def _short(message):
+    lines = str(message).strip().splitlines()
+    message = lines[0] if lines else ""
+    return message if len(message) <= 160 else message[:157] + "..."
 
 
 def _error_of(cell):
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
-            value = str(output.get("evalue", "")).strip().splitlines()
-            message = f"{output.get('ename', 'Error')}: {value[0]}" if value else output.get("ename", "Error")
-            return message if len(message) <= 160 else message[:157] + "..."
+            value = _short(output.get("evalue", ""))
+            return f"{output.get('ename', 'Error')}: {value}" if value else output.get("ename", "Error")
     return None
 
 
 def prepare(notebook, path):
-    """The cells to run (a new notebook) and, per cell, the exercise it belongs to."""
+    """The cells to run (a new notebook) and, per cell, the exercise it belongs to.
+
+    Raises :class:`ExerciseError` naming ``path`` for a notebook that cannot be graded.
+    """
     import nbformat
 
+    validate(notebook, path)
     chapter, seed = _chapter_of(notebook, path)
     exercises = {exercise.id: exercise for exercise in for_chapter(chapter)}
     if not exercises:
@@ -111,6 +201,7 @@ def prepare(notebook, path):
         if index < start and not setup:
             continue
         cell = copy.deepcopy(cell)
+        cell.setdefault("metadata", {}).pop(PROBE_KEY, None)
         ex_id, role = exercise_of(cell)
         if ex_id in exercises:
             current = ex_id
@@ -122,25 +213,202 @@ def prepare(notebook, path):
         cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
         owner.append(None if setup or index < start else current)
-    run = nbformat.v4.new_notebook(metadata=copy.deepcopy(notebook.get("metadata", {})))
-    run.cells = [nbformat.from_dict(cell) for cell in cells]
+    try:
+        run = nbformat.v4.new_notebook(metadata=copy.deepcopy(notebook.get("metadata", {})))
+        run.cells = [nbformat.from_dict(cell) for cell in cells]
+    except (TypeError, ValueError, AttributeError) as error:
+        raise _malformed(path, error) from None
     return run, owner, exercises, seed
 
 
+# --------------------------------------------------------------------------- the probe
+
+class _Slot:
+    """Where the result of the student's ``index``-th call goes."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+def call_plan(exercise, params):
+    """``(calls, layout)``: the ``(args, kwargs)`` of each call of the student's function and
+    the result's layout (a :class:`_Slot` or a list of them), read from :meth:`Exercise.result`."""
+    calls = []
+
+    def record(*args, **kwargs):
+        calls.append((list(args), kwargs))
+        return _Slot(len(calls) - 1)
+
+    return calls, exercise.result(record, params)
+
+
+def _encode(value):
+    """Parameters as JSON: arrays and tuples marked, so that the kernel rebuilds them exactly."""
+    if isinstance(value, np.ndarray):
+        return {"ndarray": value.tolist(), "dtype": value.dtype.str}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {"dict": {key: _encode(v) for key, v in value.items()}}
+    return value
+
+
+# Runs in the student's kernel. It only reports what the student's function returns: the
+# grade is computed outside, so nothing the notebook patches can make a wrong result right.
+PROBE = """# The grader calls {answer} on exercise {id}'s parameters here (not part of the notebook).
+def __course_grader_probe(name, payload, out):
+    import json
+    import numpy
+
+    def decode(v):
+        if isinstance(v, list):
+            return [decode(x) for x in v]
+        if isinstance(v, dict):
+            if "ndarray" in v:
+                return numpy.asarray(v["ndarray"], dtype=v["dtype"])
+            if "tuple" in v:
+                return tuple(decode(x) for x in v["tuple"])
+            return {{key: decode(x) for key, x in v["dict"].items()}}
+        return v
+
+    def encode(v):
+        if v is None:
+            return {{"none": True}}
+        if isinstance(v, (tuple, list)):
+            return {{"list": [encode(x) for x in v]}}
+        try:
+            if hasattr(v, "detach"):
+                v = v.detach().cpu().numpy()
+            elif hasattr(v, "numpy") and not isinstance(v, numpy.ndarray):
+                v = v.numpy()
+            a = numpy.asarray(v)
+        except Exception as error:
+            return {{"not_array": type(v).__name__, "error": str(error)}}
+        data = a.tolist() if a.dtype.kind in "biuf" else None
+        return {{"array": data, "dtype": a.dtype.str, "shape": list(a.shape)}}
+
+    report = {{}}
+    answer = globals().get(name)
+    if answer is None:
+        report["undefined"] = True
+    elif not callable(answer):
+        report["not_callable"] = type(answer).__name__
+    else:
+        results = []
+        try:
+            for args, kwargs in decode(json.loads(payload)):
+                results.append(encode(answer(*args, **kwargs)))
+            report["results"] = results
+        except Exception as error:
+            report["raised"] = [type(error).__name__, str(error)]
+    with open(out, "w", encoding="utf-8") as file:
+        file.write(json.dumps(report))
+
+
+__course_grader_probe({answer!r}, {payload!r}, {out!r})
+del __course_grader_probe
+"""
+
+
+def probe_cell(exercise, seed, out):
+    """The cell that has the kernel call the student's function and write the result to ``out``."""
+    import nbformat
+
+    calls, _ = call_plan(exercise, exercise.params(seed))
+    payload = json.dumps(_encode([[args, kwargs] for args, kwargs in calls]))
+    source = PROBE.format(answer=exercise.answer, id=exercise.id, payload=payload, out=str(out))
+    return nbformat.v4.new_code_cell(source, metadata={PROBE_KEY: exercise.id})
+
+
+class _NotArray:
+    """A result the kernel could not turn into an array (``_compare`` names its type)."""
+
+    def __init__(self, type_name, error):
+        self.type_name, self.error = type_name, error
+
+    def __array__(self, *args, **kwargs):
+        raise ValueError(self.error)
+
+
+def _decode(value):
+    if "none" in value:
+        return None
+    if "list" in value:
+        return [_decode(v) for v in value["list"]]
+    if "not_array" in value:
+        return _NotArray(str(value["not_array"]), str(value.get("error", "")))
+    dtype, shape = np.dtype(value["dtype"]), tuple(int(n) for n in value["shape"])
+    if value.get("array") is None:
+        return np.zeros(shape, dtype=dtype)  # non-numbers: only their type and shape matter
+    return np.asarray(value["array"], dtype=dtype).reshape(shape)
+
+
+def _assemble(layout, results):
+    if isinstance(layout, _Slot):
+        return results[layout.index]
+    return type(layout)(_assemble(part, results) for part in layout)
+
+
+def score_probe(exercise, seed, report):
+    """The reason ``exercise`` fails from the kernel's ``report`` of the student's results, or ``""``."""
+    if report.get("undefined"):
+        return f"NameError: name {exercise.answer!r} is not defined"
+    if "not_callable" in report:
+        return (f"AssertionError: Exercise {exercise.id}: {exercise.answer} must be a function, "
+                f"got {report['not_callable']}")
+    if "raised" in report:
+        name, message = report["raised"]
+        return f"{name}: {_short(message)}" if _short(message) else str(name)
+    params = exercise.params(seed)
+    _, layout = call_plan(exercise, params)
+    try:
+        got = _assemble(layout, [_decode(value) for value in report["results"]])
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        return f"the grader could not read {exercise.answer}'s result: {error}"
+    try:
+        _compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)")
+    except AssertionError as error:
+        return f"AssertionError: {_short(error)}"
+    return ""
+
+
+# --------------------------------------------------------------------------- grading
+
 def grade(path, timeout=60, kernel_name="python3") -> Report:
-    """Execute ``path``'s exercises in a new kernel and score them; the file is not modified."""
+    """Execute ``path``'s exercises in a new kernel and score them; the file is not modified.
+
+    ``timeout``: seconds any one cell may run (> 0); a cell over it has its kernel killed.
+    """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     path = Path(path)
     notebook = read_notebook(path)
     run, owner, exercises, seed = prepare(notebook, path)
-    checks = {i: exercise_of(cell)[0] for i, cell in enumerate(run.cells) if exercise_of(cell)[1] == "check"}
-    setup = [i for i, ex in enumerate(owner) if ex is None]
-    broken, ran = {}, set()
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as folder:
+    broken, reports = {}, {}
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as folder, \
+            tempfile.TemporaryDirectory(prefix="course-grade-results-") as results:
+        outs, lasts = {}, []
+        for ex_id in exercises:  # a probe after each exercise's last cell
+            last = max([i for i, e in enumerate(owner) if e == ex_id], default=None)
+            if last is not None:
+                lasts.append((last, ex_id))
+                outs[ex_id] = Path(results) / f"{secrets.token_hex(16)}.json"
+        for last, ex_id in sorted(lasts, reverse=True):
+            run.cells.insert(last + 1, probe_cell(exercises[ex_id], seed, outs[ex_id]))
+            owner.insert(last + 1, ex_id)
+        probes = {i: cell.metadata[PROBE_KEY] for i, cell in enumerate(run.cells)
+                  if PROBE_KEY in cell.metadata}
+        setup = [i for i, ex in enumerate(owner) if ex is None]
         client = NotebookClient(run, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
-                                interrupt_on_timeout=True, resources={"metadata": {"path": folder}})
+                                interrupt_on_timeout=False, shutdown_kernel="immediate",
+                                resources={"metadata": {"path": folder}})
         order = [i for i in range(len(run.cells)) if owner[i] is not None]
         position = 0
         while True:
@@ -154,16 +422,14 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
                 while position < len(order):
                     i = order[position]
                     position += 1
-                    started = time.monotonic()
                     try:
                         client.execute_cell(run.cells[i], i)
                     except (DeadKernelError, CellTimeoutError) as error:
                         died = (i, "the kernel died" if isinstance(error, DeadKernelError)
-                                else f"no answer within the {timeout}-s limit")
+                                else f"no answer within the {timeout}-s limit (the kernel was stopped)")
                         break
-                    ran.add(i)
-                    if time.monotonic() - started >= timeout:
-                        broken.setdefault(owner[i], f"interrupted after the {timeout}-s time limit")
+                    if i in probes:
+                        reports[probes[i]] = _read_report(outs[probes[i]], run.cells[i])
             if died is None:
                 break
             i, reason = died
@@ -175,15 +441,28 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
             client.km, client.kc = None, None
     results = []
     for ex_id, exercise in exercises.items():
-        check_cells = [i for i, e in checks.items() if e == ex_id]
         reason = broken.get(ex_id)
-        if not check_cells:
-            reason = reason or "its check cell is missing"
-        elif not all(i in ran for i in check_cells):
-            reason = reason or "its check cell did not run"
-        elif any(_error_of(run.cells[i]) for i in check_cells):
-            errors = [_error_of(run.cells[i]) for i, e in enumerate(owner) if e == ex_id]
-            reason = reason or next(error for error in errors if error)
+        if reason is None:
+            report = reports.get(ex_id)
+            if report is None:
+                reason = "its cells are missing"
+            elif isinstance(report, str):
+                reason = report
+            else:
+                reason = score_probe(exercise, seed, report)
         score = 0 if reason else exercise.points
         results.append(Result(exercise.id, exercise.title, exercise.points, score, reason or ""))
     return Report(str(path), seed, results)
+
+
+def _read_report(out, cell):
+    """The probe's report, or the reason there is none (a string)."""
+    try:
+        report = json.loads(Path(out).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        error = _error_of(cell)
+        return ("the grader got no result from the student's function"
+                + (f" ({error})" if error else " (did the notebook change how cells run?)"))
+    finally:
+        Path(out).unlink(missing_ok=True)
+    return report if isinstance(report, dict) else "the grader got no result from the student's function"

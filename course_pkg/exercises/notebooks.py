@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -254,15 +255,49 @@ def plan_build(source, seed=BOOK_SEED, chapters=None) -> dict:
     return files
 
 
+def check_writable(path, option="--out", folder=True):
+    """Raise ``ExerciseError`` unless files can be written at ``path`` (nothing is created).
+
+    ``folder``: ``path`` is a folder to write into (else a file to write). Every existing part of
+    the path must be a folder, and the nearest existing one writable.
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise ExerciseError(f"{option} {path} is a file, not a folder")
+    if not folder and path.is_dir():
+        raise ExerciseError(f"{option} {path} is a folder; name a file")
+    parent = path if folder else path.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ExerciseError(f"{option} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ExerciseError(f"{option} {path}: cannot write in {parent}")
+
+
 def write_files(out, files, force=False):
-    """Write ``files`` under ``out``; refuse to replace existing files unless ``force``."""
+    """Write ``files`` under ``out``; refuse to replace existing files unless ``force``.
+
+    Everything is checked before the first file is written: ``out`` and the folders inside it
+    must be folders (or not exist yet) and writable.
+    """
     out = Path(out)
+    check_writable(out)
+    for name in files:
+        for part in list(reversed((out / name).relative_to(out).parents))[1:]:
+            if os.path.lexists(out / part) and not (out / part).is_dir():
+                raise ExerciseError(f"--out {out}: {out / part} is not a folder")
+        if (out / name).is_dir():
+            raise ExerciseError(f"--out {out}: {out / name} is a folder, not a file")
     existing = [name for name in files if (out / name).exists()]
     if existing and not force:
         raise ExerciseError(f"{out} already holds {', '.join(existing[:3])}"
                             f"{' ...' if len(existing) > 3 else ''}; choose a new --out or pass --force")
     for name, text in files.items():
-        atomic_write(out / name, text)
+        try:
+            atomic_write(out / name, text)
+        except OSError as error:
+            raise ExerciseError(f"--out {out}: {error}") from None
 
 
 def build(source, out, seed=BOOK_SEED, chapters=None, force=False) -> list:
