@@ -23,12 +23,10 @@ from course_pkg.exercises.notebooks import (
     CELL_TIME_LIMIT,
     REPLACE_TAG,
     SKIP_TAG,
-    ExerciseError,
     assignment_mark,
     exercise_of,
     find_chapters,
     make_edition,
-    mark_cell,
     nbgrader_checksum,
     plan_build,
     read_notebook,
@@ -173,7 +171,8 @@ def test_mark_command_changes_only_the_cells_metadata(tmp_path, capsys):
                 del c["metadata"]["tags"]
     assert stripped == before
     assert cli(["mark", str(path), cell_id, "--skip"]) == 0
-    assert assignment_mark(next(c for c in read_notebook(path)["cells"] if c["id"] == cell_id), "t")[0] == "skip"
+    cell = next(c for c in read_notebook(path)["cells"] if c["id"] == cell_id)
+    assert assignment_mark(cell, "t") == ("skip", None)
     assert cli(["mark", str(path), cell_id, "--clear"]) == 0
     assert path.read_text(encoding="utf-8") == (BOOK / "03_masks.ipynb").read_text(encoding="utf-8")
     check_id = next(c["id"] for c in before["cells"] if exercise_of(c)[1] == "check")
@@ -273,3 +272,50 @@ def test_assignment_notebooks_run_within_nbgraders_cell_limit(tmp_path):
                 problems.append(f"student/{path.name} cell {run.index} ({run.cell_id}): {run.error}")
         assert any(expected_error(run) for run in runs)  # the stubs did run
     assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- nbgrader itself
+
+def _nbgrader(course, *args):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, (args, result.stdout[-3000:], result.stderr[-3000:])
+    return result.stdout + result.stderr
+
+
+def test_nbgrader_generates_and_autogrades_like_check(tmp_path, capsys):
+    """nbgrader 0.9.6 with its defaults (30 s per cell) on chapter 3: the answer key scores full
+    marks, the untouched student notebook 0, as the course's ``check`` says."""
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook
+
+    from course_pkg.exercises.__main__ import main as cli
+
+    out = tmp_path / "term"
+    assert cli(["build", "--source", str(BOOK), "--out", str(out), "--seed", str(SEED),
+                "--chapters", "3"]) == 0
+    name = "03_masks.ipynb"
+    assert cli(["check", str(out / "answers" / name), str(out / "student" / name)]) == 1
+    table = capsys.readouterr().out
+    assert "Total: 6/6 points" in table and "Total: 0/6 points" in table
+    course = tmp_path / "course"
+    (course / "source" / "ps3").mkdir(parents=True)
+    shutil.copy(out / "answers" / name, course / "source" / "ps3" / name)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.course_id = 'course'\n"
+        "c.CourseDirectory.db_url = 'sqlite:///gradebook.db'\n", encoding="utf-8")
+    _nbgrader(course, "generate_assignment", "ps3", "--force")
+    released = read_notebook(course / "release" / "ps3" / name)
+    student = read_notebook(out / "student" / name)
+    assert [source_text(c) for c in released["cells"]] == [source_text(c) for c in student["cells"]]
+    for who, notebook in [("alice", out / "answers" / name), ("bob", out / "student" / name)]:
+        (course / "submitted" / who / "ps3").mkdir(parents=True)
+        shutil.copy(notebook, course / "submitted" / who / "ps3" / name)
+        _nbgrader(course, "db", "student", "add", who)
+    _nbgrader(course, "autograde", "ps3", "--force")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {who: gradebook.find_submission("ps3", who).score for who in ("alice", "bob")}
+    assert scores == {"alice": 6.0, "bob": 0.0}
