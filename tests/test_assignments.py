@@ -277,11 +277,14 @@ def test_assignment_notebooks_run_within_nbgraders_cell_limit(tmp_path):
 # --------------------------------------------------------------------------- nbgrader itself
 
 def _nbgrader(course, *args):
+    import os
     import subprocess
     import sys
 
+    env = dict(os.environ)  # nbgrader runs the `alembic` command of its environment
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=600, env=env)
     assert result.returncode == 0, (args, result.stdout[-3000:], result.stderr[-3000:])
     return result.stdout + result.stderr
 
