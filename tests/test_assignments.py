@@ -322,3 +322,19 @@ def test_nbgrader_generates_and_autogrades_like_check(tmp_path, capsys):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {who: gradebook.find_submission("ps3", who).score for who in ("alice", "bob")}
     assert scores == {"alice": 6.0, "bob": 0.0}
+
+
+def test_time_command_reports_timeouts_and_errors(tmp_path, capsys):
+    from course_pkg.exercises.__main__ import main as cli
+
+    cells = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+              "source": source} for i, source in enumerate(["x = 1", "raise NotImplementedError()",
+                                                            "import time\ntime.sleep(30)", "print(x)"])]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "slow.ipynb"
+    path.write_text(write_json(notebook), encoding="utf-8")
+    assert cli(["time", str(path), "--timeout", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR in cell 1 (c1): NotImplementedError" in out  # outside an exercise: unexpected
+    assert "ERROR in cell 2 (c2): timeout (> 2 s)" in out
+    assert "3 code cells" in out  # the run stops at the timeout
