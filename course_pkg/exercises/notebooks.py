@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .._files import atomic_write
+from ..book import SETUP_TAG
 from .catalog import BOOK_SEED, for_chapter
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -29,7 +30,6 @@ METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, editi
 # 30 s: a chapter marks the cells the assignment leaves out or replaces (book/AUTHORING.md).
 REPLACE_TAG, SKIP_TAG = "assignment-replace", "assignment-skip"
 ASSIGNMENT_KEY = "assignment"  # cell metadata: {"source": replacement source} (with REPLACE_TAG)
-SETUP_TAG = "course-setup"
 CELL_TIME_LIMIT = 30  # seconds: nbgrader's default per-cell timeout (ExecutePreprocessor.timeout)
 
 
