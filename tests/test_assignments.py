@@ -6,7 +6,10 @@
   ``nbgrader validate`` flags an edited locked cell;
 - every cell of every chapter's answer key runs within nbgrader's default 30 s per cell, and the
   student notebooks' exercise cells fail only with their stubs' ``NotImplementedError``
-  (the slow test of this file: about 3 minutes on 2 cores; it prints the slowest cells).
+  (3.5 minutes on the shared 2-core machine, about 100 s of kernel CPU; it prints the slowest
+  cells with ``-s``);
+- nbgrader's own ``generate_assignment`` and ``autograde`` grade chapter 3 as ``check`` does
+  (about a minute).
 """
 
 from __future__ import annotations
