@@ -18,6 +18,8 @@ The instructors' command (also installed as ``course-exercises``)::
     python -m course_pkg.exercises build --out DIR [--seed N] [--chapters 3 4]
     python -m course_pkg.exercises check NOTEBOOK [NOTEBOOK ...]
     python -m course_pkg.exercises site --out DIR [--seed N]
+    python -m course_pkg.exercises mark CHAPTER CELL_ID (--skip | --replace FILE | --clear)
+    python -m course_pkg.exercises time NOTEBOOK [NOTEBOOK ...]   # 30 s per cell, like nbgrader
 
 Importing this module imports neither framework.
 """

@@ -10,6 +10,12 @@
         others are graded and --json lists them); an unwritable --json is refused first
     site --out DIR [--seed N] [--root .] [--force]
         the book without solution text (pages, _sources, downloads), built with Jupyter Book
+    mark CHAPTER CELL_ID (--skip | --replace FILE | --clear)
+        leave a chapter's cell out of the assignments, or give it FILE's source there
+        (book/AUTHORING.md, "Assignment editions"); the book's cell itself is unchanged
+    time NOTEBOOK [NOTEBOOK ...] [--timeout S]
+        run each notebook with a per-cell limit (default 30 s, nbgrader's) and print the
+        slowest cells (wall and CPU seconds); exit 1 on a timeout or an unexpected error
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 
 from .._files import atomic_write
 from .catalog import BOOK_SEED
-from .notebooks import ExerciseError
+from .notebooks import CELL_TIME_LIMIT, ExerciseError
 
 
 def _seed(text):
@@ -75,6 +81,20 @@ def parser():
     site.add_argument("--seed", type=_seed, default=BOOK_SEED)
     site.add_argument("--root", type=Path, default=Path("."), help="folder with _config.yml (.)")
     site.add_argument("--force", action="store_true", help="replace a non-empty --out")
+
+    mark = commands.add_parser("mark", help="leave a chapter's cell out of the assignments or replace it")
+    mark.add_argument("notebook", type=Path, help="the chapter notebook (book/NN_name.ipynb)")
+    mark.add_argument("cell_id", help="the cell's id (its 'id' field)")
+    action = mark.add_mutually_exclusive_group(required=True)
+    action.add_argument("--skip", action="store_true", help="leave the cell out (tag assignment-skip)")
+    action.add_argument("--replace", type=Path, metavar="FILE",
+                        help="the assignments run FILE's source instead (tag assignment-replace)")
+    action.add_argument("--clear", action="store_true", help="remove the cell's mark")
+
+    timing = commands.add_parser("time", help="run notebooks with nbgrader's per-cell limit, timing cells")
+    timing.add_argument("notebooks", nargs="+", type=Path)
+    timing.add_argument("--timeout", type=_timeout, default=CELL_TIME_LIMIT,
+                        help=f"seconds any one cell may run (default {CELL_TIME_LIMIT}, nbgrader's)")
     return main
 
 
@@ -95,10 +115,36 @@ def main(argv=None) -> int:
             out = build_site(args.root, args.out, args.seed, args.force)
             print(f"student edition (seed {args.seed}): {out / 'index.html'}")
             return 0
+        if args.command == "mark":
+            from .notebooks import mark_cell
+
+            source = None
+            if args.replace is not None:
+                try:
+                    source = args.replace.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as error:
+                    raise ExerciseError(f"--replace {args.replace}: {error}") from None
+            action = "skip" if args.skip else "replace" if args.replace is not None else "clear"
+            mark_cell(args.notebook, args.cell_id, action, source)
+            print(f"{args.notebook}: cell {args.cell_id}: {action}")
+            return 0
+        if args.command == "time":
+            return _time(args)
         return _check(args)
     except ExerciseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _time(args) -> int:
+    from .timing import expected_error, report, run_timed
+
+    failed = False
+    for path in args.notebooks:
+        runs = run_timed(path, timeout=args.timeout)
+        print(report(path, runs))
+        failed |= any(run.error and not expected_error(run) for run in runs)
+    return 1 if failed else 0
 
 
 def _check(args) -> int:

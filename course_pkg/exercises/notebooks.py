@@ -7,6 +7,7 @@ is well-formed, so a malformed marker writes nothing. The chapter notebooks are 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .._files import atomic_write
+from ..book import SETUP_TAG
 from .catalog import BOOK_SEED, for_chapter
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -24,6 +26,11 @@ STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 ROLES = ("params", "solution", "check")
 CHAPTER = re.compile(r"^\d\d_\w+\.ipynb$")
 METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, edition
+# Assignment editions (student notebooks and answer keys) run every cell within nbgrader's default
+# 30 s: a chapter marks the cells the assignment leaves out or replaces (book/AUTHORING.md).
+REPLACE_TAG, SKIP_TAG = "assignment-replace", "assignment-skip"
+ASSIGNMENT_KEY = "assignment"  # cell metadata: {"source": replacement source} (with REPLACE_TAG)
+CELL_TIME_LIMIT = 30  # seconds: nbgrader's default per-cell timeout (ExecutePreprocessor.timeout)
 
 
 class ExerciseError(ValueError):
@@ -143,6 +150,120 @@ def section_start(notebook) -> int:
     return -1
 
 
+# --------------------------------------------------------------------------- assignment marks
+
+def assignment_mark(cell, place):
+    """``(action, replacement)`` of a chapter cell in the assignment editions.
+
+    ``action`` is ``None`` (kept as is), ``"skip"`` (left out) or ``"replace"`` (its source
+    becomes ``replacement``). Raises :class:`ExerciseError` naming the cell for a malformed mark:
+    both tags, ``assignment-replace`` without a non-empty ``metadata.assignment.source`` (text or
+    a list of lines), or ``metadata.assignment`` without the ``assignment-replace`` tag.
+    """
+    meta = cell.get("metadata", {})
+    tags = meta.get("tags", [])
+    replace, skip = REPLACE_TAG in tags, SKIP_TAG in tags
+    spec = meta.get(ASSIGNMENT_KEY)
+    if replace and skip:
+        raise ExerciseError(f"{place}: tagged both '{REPLACE_TAG}' and '{SKIP_TAG}'; choose one")
+    if spec is not None and not replace:
+        raise ExerciseError(f"{place}: has metadata '{ASSIGNMENT_KEY}' but not the tag '{REPLACE_TAG}' "
+                            f"(add the tag, or remove the metadata)")
+    if skip:
+        return "skip", None
+    if not replace:
+        return None, None
+    source = spec.get("source") if isinstance(spec, dict) else None
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        source = "".join(source)
+    if not isinstance(source, str) or not source.strip():
+        raise ExerciseError(f"{place}: tagged '{REPLACE_TAG}' but its metadata has no "
+                            f'"{ASSIGNMENT_KEY}": {{"source": "..."}} with the replacement source')
+    return "replace", source
+
+
+def _protected(notebook, exercise_cells):
+    """Cells no assignment mark may touch: the set-up cell and the whole Exercises section."""
+    start = section_start(notebook)
+    protected = set(exercise_cells)
+    for index, cell in enumerate(notebook["cells"]):
+        if SETUP_TAG in cell.get("metadata", {}).get("tags", []) or (start >= 0 and index >= start):
+            protected.add(index)
+    return protected
+
+
+def _unmark(meta):
+    """Drop the assignment marks from a cell's metadata (the editions carry none)."""
+    meta.pop(ASSIGNMENT_KEY, None)
+    if "tags" in meta:
+        tags = [tag for tag in meta["tags"] if tag not in (REPLACE_TAG, SKIP_TAG)]
+        if tags:
+            meta["tags"] = tags
+        else:
+            meta.pop("tags")
+
+
+def mark_cell(path, cell_id, action, source=None):
+    """Set (``"skip"``, ``"replace"`` with ``source``) or remove (``"clear"``) a cell's assignment mark.
+
+    The chapter notebook at ``path`` is rewritten in Jupyter's layout; only the cell with id
+    ``cell_id`` changes (its tags and ``metadata.assignment``), never its source or outputs.
+    """
+    if action not in ("skip", "replace", "clear"):
+        raise ValueError(f"action must be 'skip', 'replace' or 'clear', got {action!r}")
+    notebook = read_notebook(path)
+    found = [i for i, cell in enumerate(notebook["cells"]) if cell.get("id") == cell_id]
+    if not found:
+        raise ExerciseError(f"{path}: no cell with id {cell_id!r}")
+    index = found[0]
+    cell = notebook["cells"][index]
+    meta = cell.setdefault("metadata", {})
+    _unmark(meta)
+    if action != "clear":
+        if action == "replace":
+            if not isinstance(source, str) or not source.strip():
+                raise ExerciseError(f"{path}: the replacement source of cell {cell_id} is empty")
+            meta[ASSIGNMENT_KEY] = {"source": source.rstrip("\n").splitlines(keepends=True)}
+        meta.setdefault("tags", []).append(REPLACE_TAG if action == "replace" else SKIP_TAG)
+        exercise_cells = {i for roles in exercises_in(notebook, path).values() for i in roles.values()}
+        if index in _protected(notebook, exercise_cells):
+            raise ExerciseError(f"{where(path, index, cell)}: the set-up cell and the Exercises section "
+                                f"cannot be left out of or replaced in the assignments")
+    atomic_write(path, write_json(notebook))
+
+
+# --------------------------------------------------------------------------- nbgrader checksums
+
+def nbgrader_checksum(cell) -> str:
+    """The checksum nbgrader 0.9.6 stores in ``metadata.nbgrader.checksum``.
+
+    The same computation as ``nbgrader.utils.compute_checksum`` (MD5 of the source, the cell
+    type, whether it is a grade, solution and locked cell, its ``grade_id`` and, for a grade
+    cell, its points as a float), so that ``nbgrader validate`` and ``autograde`` recognise
+    untouched locked cells and flag edited ones.
+    """
+    meta = cell["metadata"]["nbgrader"]
+    grade, solution = bool(meta.get("grade", False)), bool(meta.get("solution", False))
+    locked = False if solution else (True if grade else bool(meta.get("locked", False)))
+    digest = hashlib.md5()
+    for part in (source_text(cell), cell["cell_type"], str(grade), str(solution), str(locked),
+                 meta["grade_id"]):
+        digest.update(part.encode("utf-8"))
+    if grade:
+        digest.update(str(float(meta["points"])).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def add_checksums(notebook):
+    """Store ``checksum`` and ``cell_type`` in every grade, solution and locked cell (nbgrader's
+    ``ComputeChecksums``), in place."""
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta and (meta.get("grade") or meta.get("solution") or meta.get("locked")):
+            meta["checksum"] = nbgrader_checksum(cell)
+            meta["cell_type"] = cell["cell_type"]
+
+
 # --------------------------------------------------------------------------- editions
 
 def _nbgrader(grade_id, solution=False, grade=False, locked=False, points=None):
@@ -159,7 +280,11 @@ def make_edition(notebook, path, seed, edition) -> dict:
     ``edition``: ``"student"`` (solutions stubbed, every output cleared), ``"answers"`` (the
     answer key: solutions kept, outputs cleared) or ``"site"`` (solutions stubbed, outputs of
     the exercise cells cleared, the others kept for the student edition of the book).
-    Parameters are drawn from ``seed``; check cells get their canonical source.
+    Parameters are drawn from ``seed``; check cells get their canonical source; grade, solution
+    and locked cells carry nbgrader's checksums. In the student and answer editions (the
+    assignments) cells tagged ``assignment-skip`` are left out and cells tagged
+    ``assignment-replace`` get the source in their ``metadata.assignment.source``
+    (:func:`assignment_mark`); the site edition keeps the book's cells.
     """
     if edition not in ("student", "answers", "site"):
         raise ValueError(f"edition must be 'student', 'answers' or 'site', got {edition!r}")
@@ -168,8 +293,21 @@ def make_edition(notebook, path, seed, edition) -> dict:
     cells = exercises_in(notebook, path)
     out = copy.deepcopy(notebook)
     in_exercise = {index for roles in cells.values() for index in roles.values()}
+    protected = _protected(notebook, in_exercise)
+    assignment = edition != "site"
+    left_out = set()
     for index, cell in enumerate(out["cells"]):
         place = where(path, index, cell)
+        action, replacement = assignment_mark(cell, place)
+        if action and index in protected:
+            raise ExerciseError(f"{place}: the set-up cell and the Exercises section (which the grader "
+                                f"runs) cannot be tagged '{REPLACE_TAG}' or '{SKIP_TAG}'")
+        if assignment:
+            _unmark(cell.setdefault("metadata", {}))
+            if action == "skip":
+                left_out.add(index)
+            elif action == "replace":
+                _set_source(cell, replacement)
         text = source_text(cell)
         regions = solution_regions(text, place)
         if regions and cell.get("cell_type") != "code":
@@ -205,6 +343,8 @@ def make_edition(notebook, path, seed, edition) -> dict:
                     meta.pop("tags", None)
                 meta.pop("mystnb", None)
             meta["nbgrader"] = _nbgrader(grade_id + "_solution", solution=True)
+    out["cells"] = [cell for index, cell in enumerate(out["cells"]) if index not in left_out]
+    add_checksums(out)
     out.setdefault("metadata", {})[METADATA_KEY] = {"chapter": chapter, "seed": seed, "edition": edition}
     return out
 
