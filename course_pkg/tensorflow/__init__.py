@@ -5,11 +5,14 @@ TensorFlow (and the Keras 3 it ships) only.
 """
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .bert import BERT, bert_from_huggingface
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
 from .decoding import beam_search, greedy_decode, translate
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
+from .gpt import GPT, gpt_from_huggingface, top_k_filter, top_p_filter
+from .heads import ClassificationHead
 from .losses import masked_accuracy, masked_loss
 from .masks import (
     create_combined_mask,
@@ -20,7 +23,7 @@ from .masks import (
     to_attend_mask,
     to_blocked_mask,
 )
-from .positional import PositionalEmbedding, positional_encoding
+from .positional import LearnedPositionalEncoding, PositionalEmbedding, positional_encoding
 from .schedule import NoamSchedule, make_optimizer
 from .seq2seq import (
     AttentionDecoder,
@@ -39,8 +42,12 @@ __all__ = [
     "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
     # The Transformer, one class per component of the paper.
     "scaled_dot_product_attention", "MultiHeadAttention",
-    "positional_encoding", "PositionalEmbedding", "FeedForward",
+    "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
+    # The model families (chapter 7): encoder-only BERT, decoder-only GPT, a classification head,
+    # sampling filters, and the loaders of Hugging Face checkpoints.
+    "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",
+    "bert_from_huggingface", "gpt_from_huggingface",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
     "greedy_decode", "beam_search", "translate",
     # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).

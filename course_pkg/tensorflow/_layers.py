@@ -27,6 +27,8 @@ import keras
 import tensorflow as tf
 from keras import layers
 
+from .._checks import check_epsilon
+
 LAYER_NORM_EPSILON = 1e-6
 
 
@@ -82,9 +84,13 @@ def dense(in_features: int, out_features: int, name=None, dtype=None) -> layers.
     return layer
 
 
-def layer_norm(d_model: int, name=None, dtype=None) -> layers.LayerNormalization:
-    """``LayerNormalization`` with the course's epsilon, 1e-6 (Keras' default is 1e-3)."""
-    layer = layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name=name, dtype=dtype)
+def layer_norm(d_model: int, eps: float = LAYER_NORM_EPSILON, name=None,
+               dtype=None) -> layers.LayerNormalization:
+    """``LayerNormalization`` with the course's epsilon, 1e-6 by default (Keras' default is 1e-3).
+
+    BERT uses 1e-12, GPT-2 1e-5: the layers take it as ``layer_norm_eps``.
+    """
+    layer = layers.LayerNormalization(epsilon=check_epsilon(eps), name=name, dtype=dtype)
     layer.build((None, d_model))
     return layer
 
@@ -94,6 +100,28 @@ def embedding(vocab_size: int, d_model: int, name=None, dtype=None) -> layers.Em
     layer = layers.Embedding(vocab_size, d_model, name=name, dtype=dtype)
     layer.build((None, None))
     return layer
+
+
+@keras.saving.register_keras_serializable(package="course_pkg")
+class Bias(layers.Layer):
+    """A learned vector added along the last axis, initialised to 0 (the MLM decoder's bias).
+
+    Shape:
+        (..., size) -> (..., size).
+    """
+
+    def __init__(self, size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+        self.bias = self.add_weight(shape=(size,), initializer="zeros", name="bias")
+        self.built = True
+
+    def call(self, x):
+        return x + tf.cast(self.bias, x.dtype)
+
+    def get_config(self):
+        """The constructor arguments, added to Keras' configuration."""
+        return {**super().get_config(), "size": self.size}
 
 
 def is_integer(tensor: tf.Tensor) -> bool:
