@@ -224,7 +224,7 @@ def vit_weights_from_huggingface(state_dict, position_name="position_embedding.t
             module, leaf = rest.rsplit(".", 1)
             if module not in _HF_VIT_LAYER:
                 raise ValueError(f"unknown Hugging Face ViT weight {key!r}")
-            name = f"encoder_layers.{index}.{_HF_VIT_LAYER[module]}"
+            name = f"blocks.{index}.{_HF_VIT_LAYER[module]}"
             if module.startswith("layernorm"):
                 out[f"{name}.{'gamma' if leaf == 'weight' else 'beta'}"] = value
             else:

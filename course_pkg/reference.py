@@ -528,32 +528,6 @@ def patch_embedding(params, images, patch_size):
     return dense(params, patchify(np.asarray(images, np.float64), patch_size), "projection")
 
 
-def _erf(x):
-    """The error function, elementwise (math.erf; NumPy has none)."""
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-def gelu(x, approximate=False):
-    """GELU: x·Φ(x) with Φ the standard normal CDF (exact), or its tanh approximation."""
-    x = np.asarray(x, np.float64)
-    if approximate:
-        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
-
-
-def _vit_encoder_layer(params, x, num_heads, eps, approximate):
-    """Pre-LN encoder layer with a GELU feed-forward network (ViT).
-
-    ``x = x + self_attn(norm1(x))``, ``x = x + ffn(norm2(x))``. Returns ``(x, weights)``.
-    """
-    h = layer_norm(sub(params, "norm1"), x, eps)
-    attn, weights = multi_head_attention(sub(params, "self_attn"), h, h, h, num_heads)
-    x = x + attn
-    ffn = sub(params, "ffn")
-    h = layer_norm(sub(params, "norm2"), x, eps)
-    return x + dense(ffn, gelu(dense(ffn, h, "w1"), approximate), "w2"), weights
-
-
 def vit_features(params, images, patch_size, num_heads, pooling="cls", eps=LAYER_NORM_EPSILON,
                  activation="gelu"):
     """The ViT's token sequence after its final layer norm (Hugging Face's ``last_hidden_state``).
@@ -569,13 +543,11 @@ def vit_features(params, images, patch_size, num_heads, pooling="cls", eps=LAYER
     if pooling == "cls":
         cls = np.asarray(params["class_token.embeddings"], np.float64)  # (1, d_model)
         x = np.concatenate([np.broadcast_to(cls, (x.shape[0], 1, x.shape[2])), x], axis=1)
-    table = [v for k, v in params.items() if k.startswith("position_embedding.")]
-    x = x + np.asarray(table[0], np.float64)[:x.shape[1]]  # (batch, tokens, d_model)
+    x = learned_positional_encoding(sub(params, "position_embedding"), x)  # (batch, tokens, d_model)
     maps = []
-    num_layers = len({k.split(".")[1] for k in params if k.startswith("encoder_layers.")})
-    for i in range(num_layers):
-        x, weights = _vit_encoder_layer(sub(params, f"encoder_layers.{i}"), x, num_heads, eps,
-                                        activation == "gelu_tanh")
+    for i in range(len({k.split(".")[1] for k in params if k.startswith("blocks.")})):
+        x, weights = encoder_layer(sub(params, f"blocks.{i}"), x, num_heads, norm_first=True,
+                                   activation=activation, eps=eps)
         maps.append(weights)
     return layer_norm(sub(params, "final_norm"), x, eps), maps
 

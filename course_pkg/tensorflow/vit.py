@@ -159,7 +159,7 @@ class ViT(Model):
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model,
                                                             name="position_embedding", dtype=policy)
         self.embedding_dropout = layers.Dropout(dropout, dtype=policy)
-        self.encoder_layers = [
+        self.blocks = [
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                          layer_norm_eps=layer_norm_eps, name=f"layer_{i}", dtype=policy)
             for i in range(num_layers)]
@@ -184,7 +184,7 @@ class ViT(Model):
             x = tf.concat([cls, x], axis=1)  # (batch, tokens, d_model)
         x = self.embedding_dropout(self.position_embedding(x), training=training)  # (batch, tokens, d_model)
         maps = []
-        for layer in self.encoder_layers:
+        for layer in self.blocks:
             x, weights = layer(x, return_attention=True,
                                training=training)  # weights: (batch, heads, tokens, tokens)
             maps.append(weights)

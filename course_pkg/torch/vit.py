@@ -152,7 +152,7 @@ class ViT(Model):
         self.class_token = embedding(1, d_model) if pooling == "cls" else None  # (1, d_model)
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model)
         self.embedding_dropout = nn.Dropout(dropout)
-        self.encoder_layers = nn.ModuleList([
+        self.blocks = nn.ModuleList([
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                          layer_norm_eps=layer_norm_eps)
             for _ in range(num_layers)])
@@ -175,7 +175,7 @@ class ViT(Model):
             x = torch.cat([cls.to(x.dtype), x], dim=1)  # (batch, tokens, d_model)
         x = self.embedding_dropout(self.position_embedding(x))  # (batch, tokens, d_model)
         maps = []
-        for layer in self.encoder_layers:
+        for layer in self.blocks:
             x, weights = layer(x, return_attention=True)  # weights: (batch, heads, tokens, tokens)
             maps.append(weights)
         x = self.final_norm(x)  # (batch, tokens, d_model)
