@@ -7,14 +7,12 @@ together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors
 ``tokens = patches + 1`` vectors of ``d_model`` features; ``heads`` attention heads.
 """
 
-import importlib
-
 import keras
 import tensorflow as tf
 from keras import layers
 
-from .. import interop
-from .._checks import check_choice, check_dropout, check_positive
+from .. import huggingface as _hf
+from .._checks import check_activation, check_choice, check_dropout, check_positive
 from .._image_checks import check_images, check_patch_grid, check_pooling
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, embedding, layer_norm
 from .encoder import EncoderLayer
@@ -74,9 +72,10 @@ class PatchEmbedding(Layer):
         shape = tf.shape(images)
         batch, height, width, channels = shape[0], shape[1], shape[2], self.num_channels
         p = self.patch_size
-        x = tf.reshape(images, (batch, height // p, p, width // p, p, channels))  # (batch, rows, p, cols, p, ch)
+        rows, cols = height // p, width // p
+        x = tf.reshape(images, (batch, rows, p, cols, p, channels))  # (batch, rows, p, cols, p, channels)
         x = tf.transpose(x, (0, 1, 3, 2, 4, 5))  # (batch, rows, cols, p, p, channels)
-        return tf.reshape(x, (batch, (height // p) * (width // p), p * p * channels))  # (batch, patches, p·p·ch)
+        return tf.reshape(x, (batch, rows * cols, p * p * channels))  # (batch, patches, p·p·channels)
 
     def call(self, images, method="reshape"):
         check_choice("method", method, ("reshape", "conv"))
@@ -120,7 +119,7 @@ class ViT(Model):
         dropout: dropout rate (embeddings, sub-layers).
         pooling: ``"cls"`` or ``"mean"``.
         layer_norm_eps: epsilon of every layer normalisation (Hugging Face's ViT: 1e-12).
-        activation: ``"gelu"`` (exact) or ``"gelu_tanh"``.
+        activation: of the feed-forward networks, ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"relu"``.
 
     Call:
         ``model(images)`` returns the logits; ``model(images, return_attention=True)``
@@ -143,7 +142,7 @@ class ViT(Model):
             check_positive(num_classes=num_classes)
         check_dropout(dropout)
         check_pooling(pooling)
-        check_choice("activation", activation, ("gelu", "gelu_tanh"))
+        check_activation(activation)
         side = check_patch_grid(image_size, patch_size)
         self.image_size, self.patch_size, self.num_layers = image_size, patch_size, num_layers
         self.d_model, self.num_heads, self.dff, self.num_classes = d_model, num_heads, dff, num_classes
@@ -223,5 +222,4 @@ def vit_from_huggingface(hf_model_or_state_dict, config=None):
         ``last_hidden_state``. Images go in channels-last:
         ``tf.transpose(pixel_values, (0, 2, 3, 1))``.
     """
-    module = importlib.import_module(__package__)  # course_pkg.tensorflow
-    return interop.vit_from_huggingface(module, hf_model_or_state_dict, config)
+    return _hf.vit_from_huggingface(ViT, hf_model_or_state_dict, config)

@@ -7,14 +7,12 @@ together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors
 ``tokens = patches + 1`` vectors of ``d_model`` features; ``heads`` attention heads.
 """
 
-import importlib
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import interop
-from .._checks import check_choice, check_dropout, check_positive
+from .. import huggingface as _hf
+from .._checks import check_activation, check_choice, check_dropout, check_positive
 from .._image_checks import check_images, check_patch_grid, check_pooling
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, embedding, layer_norm
 from .encoder import EncoderLayer
@@ -72,9 +70,10 @@ class PatchEmbedding(Layer):
         images = self._images(images)
         batch, height, width, channels = images.shape
         p = self.patch_size
-        x = images.reshape(batch, height // p, p, width // p, p, channels)  # (batch, rows, p, cols, p, ch)
+        rows, cols = height // p, width // p
+        x = images.reshape(batch, rows, p, cols, p, channels)  # (batch, rows, p, cols, p, channels)
         x = x.permute(0, 1, 3, 2, 4, 5)  # (batch, rows, cols, p, p, channels)
-        return x.reshape(batch, (height // p) * (width // p), p * p * channels)  # (batch, patches, p·p·ch)
+        return x.reshape(batch, rows * cols, p * p * channels)  # (batch, patches, p·p·channels)
 
     def forward(self, images, method="reshape"):
         check_choice("method", method, ("reshape", "conv"))
@@ -117,7 +116,7 @@ class ViT(Model):
         dropout: dropout rate (embeddings, sub-layers).
         pooling: ``"cls"`` or ``"mean"``.
         layer_norm_eps: epsilon of every layer normalisation (Hugging Face's ViT: 1e-12).
-        activation: ``"gelu"`` (exact) or ``"gelu_tanh"``.
+        activation: of the feed-forward networks, ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"relu"``.
 
     Call:
         ``model(images)`` returns the logits; ``model(images, return_attention=True)``
@@ -140,7 +139,7 @@ class ViT(Model):
             check_positive(num_classes=num_classes)
         check_dropout(dropout)
         check_pooling(pooling)
-        check_choice("activation", activation, ("gelu", "gelu_tanh"))
+        check_activation(activation)
         side = check_patch_grid(image_size, patch_size)
         self.image_size, self.patch_size, self.num_layers = image_size, patch_size, num_layers
         self.d_model, self.num_heads, self.dff, self.num_classes = d_model, num_heads, dff, num_classes
@@ -212,5 +211,4 @@ def vit_from_huggingface(hf_model_or_state_dict, config=None):
         equals ``last_hidden_state``. Images go in channels-last:
         ``pixel_values.permute(0, 2, 3, 1)``.
     """
-    module = importlib.import_module(__package__)  # course_pkg.torch
-    return interop.vit_from_huggingface(module, hf_model_or_state_dict, config).eval()
+    return _hf.vit_from_huggingface(ViT, hf_model_or_state_dict, config).eval()
