@@ -1,6 +1,7 @@
-"""Hugging Face checkpoints into the course's BERT and GPT (framework-free half of the loaders).
+"""Hugging Face checkpoints into the course's BERT, GPT and ViT (framework-free half of the loaders).
 
-The public loaders are ``course_pkg.torch.bert_from_huggingface`` / ``gpt_from_huggingface``
+The public loaders are ``course_pkg.torch.bert_from_huggingface`` / ``gpt_from_huggingface`` /
+``vit_from_huggingface``
 and their TensorFlow twins; they build the course model from the Hugging Face
 configuration and load the weights this module maps. Nothing here imports
 ``transformers`` (nor a framework): the loaders take the Hugging Face model, or
