@@ -133,4 +133,3 @@ def copy_weights(src, dst) -> None:
     if differ:
         raise ValueError(f"copy_weights needs the same constructor arguments; differ (src, dst): {differ}")
     set_weights(dst, get_weights(src))
-
