@@ -1,6 +1,7 @@
-"""Hugging Face checkpoints into the course's BERT and GPT (framework-free half of the loaders).
+"""Hugging Face checkpoints into the course's BERT, GPT and ViT (framework-free half of the loaders).
 
-The public loaders are ``course_pkg.torch.bert_from_huggingface`` / ``gpt_from_huggingface``
+The public loaders are ``course_pkg.torch.bert_from_huggingface`` / ``gpt_from_huggingface`` /
+``vit_from_huggingface``
 and their TensorFlow twins; they build the course model from the Hugging Face
 configuration and load the weights this module maps. Nothing here imports
 ``transformers`` (nor a framework): the loaders take the Hugging Face model, or
@@ -49,6 +50,27 @@ h.i.mlp.c_proj                         blocks.i.ffn.w2
 ln_f                                   final_norm
 lm_head (only when not tied)           lm_head (bias 0)
 =====================================  ==========================================
+
+ViT (``ViTModel``, ``ViTForImageClassification``; keys may carry a ``vit.`` prefix; both
+spellings are read, that of ``transformers`` 5 and the older one of the Hub's checkpoints,
+in brackets). The patch projection, a ``Conv2d`` weight (d_model, channels, p, p), becomes
+the dense kernel (p · p · channels, d_model) that multiplies the flattened channels-last
+patches; query, key and value without biases (``qkv_bias=False``) get zero biases:
+
+=====================================================  ====================================
+embeddings.patch_embeddings.projection                 patch_embedding.projection
+embeddings.cls_token (1, 1, d_model)                   class_token (1, d_model)
+embeddings.position_embeddings (1, tokens, d_model)    position_embedding.table
+layers.i.layernorm_before / layernorm_after            blocks.i.norm1 / norm2
+layers.i.attention.q_proj / k_proj / v_proj            blocks.i.self_attn.wq / wk / wv
+(encoder.layer.i.attention.attention.query / ...)
+layers.i.attention.o_proj (...attention.output.dense)  blocks.i.self_attn.wo
+layers.i.mlp.fc1 / fc2 (intermediate.dense /           blocks.i.ffn.w1 / w2
+output.dense)
+layernorm                                              final_norm
+classifier (``ViTForImageClassification``)             head
+pooler (``ViTModel``; not in the course model)         left out
+=====================================================  ====================================
 
 Weights a checkpoint lacks keep their initial values when they are optional (the
 pooler of a ``BertForMaskedLM``, the MLM head of a ``BertModel``); any other missing or
@@ -256,4 +278,77 @@ def gpt_from_huggingface(gpt_class, source, config=None):
     kwargs = gpt_config(config)
     model = gpt_class(**kwargs)
     load_into(model, gpt_weights(state_dict, kwargs["num_layers"], kwargs["tie_embeddings"]), interop)
+    return model
+
+
+# ----------------------------------------------------------------------------- ViT
+_VIT_LAYER = {
+    "layernorm_before": "norm1", "layernorm_after": "norm2",
+    "attention.q_proj": "self_attn.wq", "attention.k_proj": "self_attn.wk",
+    "attention.v_proj": "self_attn.wv", "attention.o_proj": "self_attn.wo",
+    "mlp.fc1": "ffn.w1", "mlp.fc2": "ffn.w2",
+    # the older names, those of the checkpoints on the Hub
+    "attention.attention.query": "self_attn.wq", "attention.attention.key": "self_attn.wk",
+    "attention.attention.value": "self_attn.wv", "attention.output.dense": "self_attn.wo",
+    "intermediate.dense": "ffn.w1", "output.dense": "ffn.w2",
+}
+
+
+def vit_config(state_dict, config: dict) -> dict:
+    """The course ``ViT`` constructor arguments of a Hugging Face ``ViTConfig`` (as a dict) and
+    its state dict: ``num_classes`` is the classifier's width, ``None`` for a ``ViTModel``."""
+    keys = {k.removeprefix("vit.") for k in state_dict}
+    layers = ({k.split(".")[1] for k in keys if k.startswith("layers.")}
+              | {k.split(".")[2] for k in keys if k.startswith("encoder.layer.")})
+    head = state_dict.get("classifier.weight")
+    return {
+        "image_size": int(config["image_size"]), "patch_size": int(config["patch_size"]),
+        "num_layers": len(layers), "d_model": config["hidden_size"],
+        "num_heads": config["num_attention_heads"], "dff": config["intermediate_size"],
+        "num_classes": None if head is None else int(np.shape(head)[0]),
+        "num_channels": config.get("num_channels", 3), "dropout": 0.0,
+        "layer_norm_eps": float(config.get("layer_norm_eps", 1e-12)),
+        "activation": _activation(config.get("hidden_act", "gelu")),
+    }
+
+
+def vit_weights(state_dict) -> dict:
+    """A Hugging Face ViT's state dict as the course ``ViT``'s canonical weights (table above)."""
+    sd = {k.removeprefix("vit."): _as_array(v) for k, v in state_dict.items()}
+    conv = sd["embeddings.patch_embeddings.projection.weight"]  # (d_model, channels, p, p)
+    d_model = conv.shape[0]
+    out = {
+        "patch_embedding.projection.kernel": conv.transpose(2, 3, 1, 0).reshape(-1, d_model),
+        "patch_embedding.projection.bias": sd["embeddings.patch_embeddings.projection.bias"],
+        "class_token.embeddings": sd["embeddings.cls_token"].reshape(1, d_model),
+        "position_embedding.table.embeddings": sd["embeddings.position_embeddings"].reshape(-1, d_model),
+        "final_norm.gamma": sd["layernorm.weight"], "final_norm.beta": sd["layernorm.bias"],
+    }
+    if "classifier.weight" in sd:
+        out["head.kernel"], out["head.bias"] = sd["classifier.weight"].T, sd["classifier.bias"]
+    for key, value in sd.items():
+        prefix = next((p for p in ("layers.", "encoder.layer.") if key.startswith(p)), None)
+        if prefix is None:
+            continue
+        index, rest = key[len(prefix):].split(".", 1)
+        module, leaf = rest.rsplit(".", 1)
+        if module not in _VIT_LAYER:
+            raise ValueError(f"unknown Hugging Face ViT weight {key!r}")
+        name = f"blocks.{index}.{_VIT_LAYER[module]}"
+        if module.startswith("layernorm"):
+            out[f"{name}.{'gamma' if leaf == 'weight' else 'beta'}"] = value
+        else:
+            out[f"{name}.{'kernel' if leaf == 'weight' else 'bias'}"] = value.T if leaf == "weight" else value
+    for key in [k for k in out if k.endswith(".kernel") and ".self_attn.w" in k]:
+        out.setdefault(key[:-len("kernel")] + "bias", np.zeros(out[key].shape[1], np.float32))
+    return out
+
+
+def vit_from_huggingface(vit_class, source, config=None):
+    """A course ``vit_class`` with the configuration and weights of a Hugging Face ViT."""
+    from . import interop
+
+    state_dict, config = split_source(source, config)
+    model = vit_class(**vit_config(state_dict, config))
+    load_into(model, vit_weights(state_dict), interop)
     return model

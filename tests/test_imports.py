@@ -16,6 +16,7 @@ CASES = [
     ("course_pkg._decoding", ["torch", "tensorflow", "keras"]),
     ("course_pkg._training", ["torch", "tensorflow", "keras"]),
     ("course_pkg._checks", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg._image_checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.data", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
@@ -49,7 +50,7 @@ def test_framework_subpackages_export_api():
              "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
              "scaled_dot_product_attention", "positional_encoding", "MultiHeadAttention",
              "PositionalEmbedding", "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder",
-             "Decoder", "Transformer"]
+             "Decoder", "Transformer", "PatchEmbedding", "ViT", "vit_from_huggingface"]
     for mod in (ctf, cpt):
         missing = [n for n in names if not hasattr(mod, n)]
         assert not missing, f"{mod.__name__} lacks {missing}"

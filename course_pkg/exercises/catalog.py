@@ -241,6 +241,28 @@ EXERCISES = [
             "labels": repr(rng.integers(0, vocab, 4).tolist()), "vocab_size": repr(vocab),
             "epsilon": repr(float(rng.choice([0.1, 0.2, 0.3])))})(int(rng.integers(5, 9))),
         ref.smoothed_targets),
+    # ------------------------------------------------------------------ 8. vision (the ViT)
+    Exercise(
+        "8.1", "08_vision", "Cutting an image into patches", 2, "patchify",
+        lambda rng: (lambda patch, side: {
+            "image": _ints(rng.integers(0, 10, (patch * side, patch * side))), "patch_size": repr(patch)})(
+            int(rng.choice([2, 3])), int(rng.choice([2, 3]))),
+        lambda image, patch_size: ref.patchify(np.asarray(image)[np.newaxis, :, :, np.newaxis],
+                                               patch_size)[0],
+        exact=True),
+    Exercise(
+        "8.2", "08_vision", "Counting a ViT's tokens and input parameters", 2, "vit_embedding_counts",
+        lambda rng: {"cases": repr([
+            (int(size), int(patch), int(rng.choice([1, 3])), int(rng.choice([32, 64, 192])))
+            for size, patch in zip(rng.choice([8, 16, 32, 224], 3, replace=False),
+                                   rng.choice([2, 4, 8], 3))])},
+        lambda cases: [ref.vit_embedding_parameters(*case) for case in cases], call=_per_case, exact=True),
+    Exercise(
+        "8.3", "08_vision", "The class token's attention row", 3, "class_token_attention",
+        lambda rng: {"tokens": _floats(rng.uniform(-1, 1, (5, 4))), "wq": _floats(rng.uniform(-1, 1, (4, 4))),
+                     "wk": _floats(rng.uniform(-1, 1, (4, 4)))},
+        lambda tokens, wq, wk: ref.softmax(
+            (np.asarray(tokens) @ np.asarray(wk)) @ (np.asarray(tokens)[0] @ np.asarray(wq)) / 2.0)),
 ]
 
 _BY_ID = {exercise.id: exercise for exercise in EXERCISES}

@@ -35,6 +35,7 @@ from .seq2seq import (
 )
 from .trainer import Trainer
 from .transformer import Transformer
+from .vit import PatchEmbedding, ViT, vit_from_huggingface
 
 __all__ = [
     # Masks (float, 1.0 = blocked) and converters to each library's boolean convention.
@@ -48,6 +49,8 @@ __all__ = [
     # sampling filters, and the loaders of Hugging Face checkpoints.
     "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",
     "bert_from_huggingface", "gpt_from_huggingface",
+    # Vision (chapter 8): images as sequences of patches, the ViT, the loader of Hugging Face's ViT.
+    "PatchEmbedding", "ViT", "vit_from_huggingface",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
     "greedy_decode", "beam_search", "translate",
     # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).
