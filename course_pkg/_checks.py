@@ -292,3 +292,36 @@ def check_checkpoint_info(info, where, checkpoint_format) -> None:
         problems.append(f"step must be an int >= 0, got {step!r:.60}")
     if problems:
         raise ValueError(f"{where} is a damaged checkpoint: " + "; ".join(problems))
+
+
+# The feed-forward activations: ReLU (the paper), exact (erf) GELU (BERT), and GELU's tanh
+# approximation (GPT-2's ``gelu_new``).
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+
+
+def check_activation(activation) -> str:
+    """Raise ``ValueError`` unless ``activation`` is one of :data:`ACTIVATIONS`."""
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    return activation
+
+
+def check_epsilon(eps) -> float:
+    """Raise ``ValueError`` unless ``eps`` (a LayerNorm epsilon) is a finite float > 0."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < float(eps) < float("inf"):
+        raise ValueError(f"layer_norm_eps must be a positive float, got {eps!r}")
+    return float(eps)
+
+
+def check_flag(name, value) -> bool:
+    """Raise ``TypeError`` unless ``value`` is a bool (``norm_first``, ``cross_attention``)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_start(start) -> int:
+    """Raise ``ValueError`` unless ``start`` (a first position) is an int >= 0."""
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start must be an int >= 0, got {start!r}")
+    return start

@@ -27,6 +27,8 @@ course's exercises (``course_pkg.exercises``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 LAYER_NORM_EPSILON = 1e-6
@@ -146,6 +148,19 @@ def positional_embedding(params, tokens):
     return x + positional_encoding(x.shape[1], d_model)
 
 
+def learned_positional_encoding(params, x, start=0):
+    """``x + table[start:start + seq]`` with the learned table ``table.embeddings`` (max_len, d_model).
+
+    Shape: (batch, seq, d_model) -> (batch, seq, d_model).
+    """
+    x = np.asarray(x, np.float64)
+    table = params["table.embeddings"]
+    if start + x.shape[1] > table.shape[0]:
+        raise ValueError(f"positions {start}..{start + x.shape[1] - 1} exceed the table's "
+                         f"{table.shape[0]} rows")
+    return x + table[start:start + x.shape[1]]
+
+
 def layer_norm(params, x, eps=LAYER_NORM_EPSILON):
     """LayerNorm over the last axis with ``gamma``, ``beta``."""
     mean = x.mean(axis=-1, keepdims=True)
@@ -153,55 +168,115 @@ def layer_norm(params, x, eps=LAYER_NORM_EPSILON):
     return (x - mean) / np.sqrt(var + eps) * params["gamma"] + params["beta"]
 
 
-def feed_forward(params, x):
-    """max(0, x W1 + b1) W2 + b2. Shape: (..., d_model) -> (..., d_model)."""
-    return dense(params, np.maximum(dense(params, np.asarray(x, np.float64), "w1"), 0.0), "w2")
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def encoder_layer(params, x, num_heads, mask=None):
-    """Post-LN encoder layer. Returns ``(x, self_attention_weights)``."""
+def gelu(x):
+    """Exact GELU: x Φ(x) = 0.5 x (1 + erf(x / √2)) (BERT)."""
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+def gelu_tanh(x):
+    """GELU's tanh approximation: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (GPT-2's gelu_new)."""
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0.0), "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+def feed_forward(params, x, activation="relu"):
+    """act(x W1 + b1) W2 + b2, act = max(0, .) in the paper. Shape: (..., d_model) -> (..., d_model)."""
+    return dense(params, ACTIVATIONS[activation](dense(params, np.asarray(x, np.float64), "w1")), "w2")
+
+
+def encoder_layer(params, x, num_heads, mask=None, norm_first=False, activation="relu",
+                  eps=LAYER_NORM_EPSILON):
+    """Encoder layer, post-LN (the paper) or pre-LN (``norm_first``).
+
+    Returns ``(x, self_attention_weights)``.
+    """
+    x = np.asarray(x, np.float64)
+    norm1, norm2 = sub(params, "norm1"), sub(params, "norm2")
+    if norm_first:
+        h = layer_norm(norm1, x, eps)
+        attn, weights = multi_head_attention(sub(params, "self_attn"), h, h, h, num_heads, mask)
+        x = x + attn
+        x = x + feed_forward(sub(params, "ffn"), layer_norm(norm2, x, eps), activation)
+        return x, weights
     attn, weights = multi_head_attention(sub(params, "self_attn"), x, x, x, num_heads, mask)
-    x = layer_norm(sub(params, "norm1"), x + attn)
-    x = layer_norm(sub(params, "norm2"), x + feed_forward(sub(params, "ffn"), x))
+    x = layer_norm(norm1, x + attn, eps)
+    x = layer_norm(norm2, x + feed_forward(sub(params, "ffn"), x, activation), eps)
     return x, weights
 
 
-def decoder_layer(params, x, enc_output, num_heads, look_ahead_mask=None, padding_mask=None):
-    """Post-LN decoder layer. Returns ``(x, self_weights, cross_weights)``."""
-    attn, self_w = multi_head_attention(sub(params, "self_attn"), x, x, x, num_heads, look_ahead_mask)
-    x = layer_norm(sub(params, "norm1"), x + attn)
-    attn, cross_w = multi_head_attention(
-        sub(params, "cross_attn"), x, enc_output, enc_output, num_heads, padding_mask
-    )
-    x = layer_norm(sub(params, "norm2"), x + attn)
-    x = layer_norm(sub(params, "norm3"), x + feed_forward(sub(params, "ffn"), x))
-    return x, self_w, cross_w
+def decoder_layer(params, x, enc_output, num_heads, look_ahead_mask=None, padding_mask=None,
+                  norm_first=False, activation="relu", eps=LAYER_NORM_EPSILON, cross_attention=True):
+    """Decoder layer, post-LN or pre-LN; without its cross-attention when ``cross_attention`` is False.
+
+    Returns ``(x, self_weights, cross_weights)`` (``cross_weights`` None without cross-attention).
+    """
+    x = np.asarray(x, np.float64)
+    norm = lambda i, y: layer_norm(sub(params, f"norm{i}"), y, eps)  # noqa: E731
+    self_attend = lambda h: multi_head_attention(  # noqa: E731
+        sub(params, "self_attn"), h, h, h, num_heads, look_ahead_mask)
+    cross_attend = lambda h: multi_head_attention(  # noqa: E731
+        sub(params, "cross_attn"), h, enc_output, enc_output, num_heads, padding_mask)
+    ffn = lambda h: feed_forward(sub(params, "ffn"), h, activation)  # noqa: E731
+    cross_w = None
+    if norm_first:
+        attn, self_w = self_attend(norm(1, x))
+        x = x + attn
+        if cross_attention:
+            attn, cross_w = cross_attend(norm(2, x))
+            x = x + attn
+        return x + ffn(norm(3, x)), self_w, cross_w
+    attn, self_w = self_attend(x)
+    x = norm(1, x + attn)
+    if cross_attention:
+        attn, cross_w = cross_attend(x)
+        x = norm(2, x + attn)
+    return norm(3, x + ffn(x)), self_w, cross_w
 
 
 def _num_layers(params):
     return len({k.split(".")[1] for k in params if k.startswith("layers.")})
 
 
-def encoder(params, tokens, num_heads, mask=None):
-    """Embedding + N encoder layers. Returns ``(x, [weights per layer])``."""
+def encoder(params, tokens, num_heads, mask=None, norm_first=False, activation="relu",
+            eps=LAYER_NORM_EPSILON):
+    """Embedding + N encoder layers (+ the final LayerNorm when pre-LN).
+
+    Returns ``(x, [weights per layer])``.
+    """
     x = positional_embedding(sub(params, "embedding"), tokens)
     maps = []
     for i in range(_num_layers(params)):
-        x, w = encoder_layer(sub(params, f"layers.{i}"), x, num_heads, mask)
+        x, w = encoder_layer(sub(params, f"layers.{i}"), x, num_heads, mask, norm_first, activation, eps)
         maps.append(w)
+    if norm_first:
+        x = layer_norm(sub(params, "final_norm"), x, eps)
     return x, maps
 
 
-def decoder(params, tokens, enc_output, num_heads, look_ahead_mask=None, padding_mask=None):
-    """Embedding + N decoder layers. Returns ``(x, [self per layer], [cross per layer])``."""
+def decoder(params, tokens, enc_output, num_heads, look_ahead_mask=None, padding_mask=None,
+            norm_first=False, activation="relu", eps=LAYER_NORM_EPSILON, cross_attention=True):
+    """Embedding + N decoder layers (+ the final LayerNorm when pre-LN).
+
+    Returns ``(x, [self per layer], [cross per layer])``.
+    """
     x = positional_embedding(sub(params, "embedding"), tokens)
     self_maps, cross_maps = [], []
     for i in range(_num_layers(params)):
         x, s, c = decoder_layer(
-            sub(params, f"layers.{i}"), x, enc_output, num_heads, look_ahead_mask, padding_mask
+            sub(params, f"layers.{i}"), x, enc_output, num_heads, look_ahead_mask, padding_mask,
+            norm_first, activation, eps, cross_attention
         )
         self_maps.append(s)
         cross_maps.append(c)
+    if norm_first:
+        x = layer_norm(sub(params, "final_norm"), x, eps)
     return x, self_maps, cross_maps
 
 

@@ -20,7 +20,7 @@ from .masks import (
     to_attend_mask,
     to_blocked_mask,
 )
-from .positional import PositionalEmbedding, positional_encoding
+from .positional import LearnedPositionalEncoding, PositionalEmbedding, positional_encoding
 from .schedule import NoamSchedule, make_optimizer
 from .seq2seq import (
     AttentionDecoder,
@@ -39,7 +39,7 @@ __all__ = [
     "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
     # The Transformer, one class per component of the paper.
     "scaled_dot_product_attention", "MultiHeadAttention",
-    "positional_encoding", "PositionalEmbedding", "FeedForward",
+    "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
     "greedy_decode", "beam_search", "translate",

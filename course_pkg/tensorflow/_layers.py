@@ -27,6 +27,8 @@ import keras
 import tensorflow as tf
 from keras import layers
 
+from .._checks import check_epsilon
+
 LAYER_NORM_EPSILON = 1e-6
 
 
@@ -82,9 +84,13 @@ def dense(in_features: int, out_features: int, name=None, dtype=None) -> layers.
     return layer
 
 
-def layer_norm(d_model: int, name=None, dtype=None) -> layers.LayerNormalization:
-    """``LayerNormalization`` with the course's epsilon, 1e-6 (Keras' default is 1e-3)."""
-    layer = layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name=name, dtype=dtype)
+def layer_norm(d_model: int, eps: float = LAYER_NORM_EPSILON, name=None,
+               dtype=None) -> layers.LayerNormalization:
+    """``LayerNormalization`` with the course's epsilon, 1e-6 by default (Keras' default is 1e-3).
+
+    BERT uses 1e-12, GPT-2 1e-5: the layers take it as ``layer_norm_eps``.
+    """
+    layer = layers.LayerNormalization(epsilon=check_epsilon(eps), name=name, dtype=dtype)
     layer.build((None, d_model))
     return layer
 

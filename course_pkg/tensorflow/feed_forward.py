@@ -8,13 +8,27 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from .._checks import check_dropout, check_positive
+from .._checks import check_activation, check_dropout, check_positive
 from ._layers import Layer, dense
+
+
+def gelu(x):
+    """Exact GELU, x Φ(x) with the normal CDF Φ written with erf (BERT's ``gelu``)."""
+    return tf.nn.gelu(x, approximate=False)
+
+
+def gelu_tanh(x):
+    """GELU's tanh approximation, 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (GPT-2's ``gelu_new``)."""
+    return tf.nn.gelu(x, approximate=True)
+
+
+# The feed-forward activations by name: ReLU (the paper), exact GELU, tanh-approximate GELU.
+ACTIVATION_FUNCTIONS = {"relu": tf.nn.relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class FeedForward(Layer):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike.
+    """FFN(x) = act(x W1 + b1) W2 + b2, applied to every position alike; act = ReLU in the paper.
 
     Dropout acts on the hidden layer, as in ``torch.nn.TransformerEncoderLayer``.
 
@@ -22,25 +36,29 @@ class FeedForward(Layer):
         d_model: input and output width.
         dff: hidden width (2048 in the paper, 4 × d_model).
         dropout: dropout rate on the hidden activations.
+        activation: ``"relu"`` (the paper), ``"gelu"`` (exact GELU, x Φ(x), as BERT) or
+            ``"gelu_tanh"`` (its tanh approximation, as GPT-2); anything else: ``ValueError``.
 
     Shape:
         (batch, seq, d_model) -> (batch, seq, d_model).
     """
 
-    def __init__(self, d_model, dff, dropout=0.1, **kwargs):
+    def __init__(self, d_model, dff, dropout=0.1, activation="relu", **kwargs):
         super().__init__(**kwargs)
         check_positive(d_model=d_model, dff=dff)
         check_dropout(dropout)
         self.d_model, self.dff, self.dropout = d_model, dff, dropout
+        self.activation = check_activation(activation)
         self.w1 = dense(d_model, dff, "w1", self.dtype_policy)
         self.hidden_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
         self.w2 = dense(dff, d_model, "w2", self.dtype_policy)
         self.built = True
 
     def call(self, x, training=None):
-        hidden = tf.nn.relu(self.w1(x))  # (batch, seq, dff)
+        hidden = ACTIVATION_FUNCTIONS[self.activation](self.w1(x))  # (batch, seq, dff)
         return self.w2(self.hidden_dropout(hidden, training=training))  # (batch, seq, d_model)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "dff": self.dff, "dropout": self.dropout}
+        return {**super().get_config(), "d_model": self.d_model, "dff": self.dff, "dropout": self.dropout,
+                "activation": self.activation}

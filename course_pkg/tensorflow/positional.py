@@ -10,8 +10,10 @@ import keras
 import tensorflow as tf
 
 from .._checks import (
+    check_features,
     check_length,
     check_positive,
+    check_start,
     check_token_dtype,
     check_token_range,
     check_token_rank,
@@ -92,3 +94,51 @@ class PositionalEmbedding(Layer):
         """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
                 "max_len": self.max_len}
+
+
+@keras.saving.register_keras_serializable(package="course_pkg")
+class LearnedPositionalEncoding(Layer):
+    """A learned position table added to its input: the alternative to the sinusoidal one.
+
+    BERT, GPT-2 and ViT learn one vector per position instead of computing
+    :func:`positional_encoding`; the table (``table``, an embedding of
+    ``max_len`` rows, canonical weight ``table.embeddings``) starts
+    U(-0.05, 0.05) and trains with the model. Unlike the sinusoidal table, it
+    cannot extend past ``max_len``.
+
+    Args:
+        max_len: number of positions (rows of the table).
+        d_model: width of each position vector.
+
+    Call:
+        ``layer(x, start=0)`` returns ``x + table[start:start + seq]``: the inputs sit
+        at positions ``start, start + 1, ...`` (``start > 0`` when decoding step by step).
+        ``start + seq > max_len``: ``ValueError``.
+
+    Shape:
+        x (batch, seq, d_model) -> (batch, seq, d_model).
+    """
+
+    def __init__(self, max_len, d_model, **kwargs):
+        super().__init__(**kwargs)
+        check_positive(max_len=max_len, d_model=d_model)
+        self.max_len, self.d_model = max_len, d_model
+        self.table = embedding(max_len, d_model, "table", self.dtype_policy)  # (max_len, d_model)
+        self.built = True
+
+    def call(self, x, start=0, training=None):
+        x = tf.convert_to_tensor(x)
+        check_features(x.shape, self.d_model, "x")
+        if not isinstance(start, int) and tf.executing_eagerly():  # a tensor: known when eager
+            start = int(start)
+        if isinstance(start, int):
+            check_start(start)
+            if x.shape[1] is not None:
+                check_length(start + x.shape[1], self.max_len)
+        seq = tf.shape(x)[1]
+        table = self.table.embeddings[start:start + seq]  # (seq, d_model)
+        return x + tf.cast(table, x.dtype)  # (batch, seq, d_model)
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "max_len": self.max_len, "d_model": self.d_model}

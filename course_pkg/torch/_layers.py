@@ -19,6 +19,8 @@ functions and the two implementations train from the same starting point.
 import torch
 from torch import nn
 
+from .._checks import check_epsilon
+
 LAYER_NORM_EPSILON = 1e-6
 
 
@@ -51,9 +53,12 @@ def dense(in_features: int, out_features: int) -> nn.Linear:
     return layer
 
 
-def layer_norm(d_model: int) -> nn.LayerNorm:
-    """``nn.LayerNorm`` with the course's epsilon, 1e-6 (torch's default is 1e-5)."""
-    return nn.LayerNorm(d_model, eps=LAYER_NORM_EPSILON)
+def layer_norm(d_model: int, eps: float = LAYER_NORM_EPSILON) -> nn.LayerNorm:
+    """``nn.LayerNorm`` with the course's epsilon, 1e-6 by default (torch's default is 1e-5).
+
+    BERT uses 1e-12, GPT-2 1e-5: the layers take it as ``layer_norm_eps``.
+    """
+    return nn.LayerNorm(d_model, eps=check_epsilon(eps))
 
 
 def embedding(vocab_size: int, d_model: int) -> nn.Embedding:

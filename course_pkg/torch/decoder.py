@@ -9,25 +9,36 @@ features each. Step-by-step decoding feeds ``new`` target positions after the
 import torch
 from torch import nn
 
-from .._checks import check_dropout, check_positive
-from ._layers import Layer, layer_norm
+from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
+from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
 class DecoderLayer(Layer):
-    """One decoder layer, post-LN as in the paper.
+    """One decoder layer, post-LN as in the paper (pre-LN with ``norm_first=True``).
+
+    Post-LN (the paper):
 
     ``x = norm1(x + dropout1(self_attn(x, x, x, look_ahead_mask)))``
     ``x = norm2(x + dropout2(cross_attn(x, enc_output, enc_output, padding_mask)))``
     ``x = norm3(x + dropout3(ffn(x)))``
 
+    Pre-LN (``norm_first=True``): ``x = x + dropout_i(sublayer_i(norm_i(x)))`` for each
+    sub-layer (the cross-attention normalises only its queries).
+
     The cross-attention takes its queries from the decoder and its keys and
-    values from the encoder output.
+    values from the encoder output. With ``cross_attention=False`` the layer has
+    no cross-attention sub-layer (no ``cross_attn``, ``norm2``, ``dropout2``): a
+    decoder-only block (GPT), whose ``enc_output`` may be ``None``; the
+    sub-layers keep their numbers (``norm1`` before or after the self-attention,
+    ``norm3`` the feed-forward's).
 
     Args:
         d_model, num_heads, dff, dropout: as for :class:`EncoderLayer`.
+        norm_first, activation, layer_norm_eps: as for :class:`EncoderLayer`.
+        cross_attention: whether the layer attends to an encoder output.
 
     Call:
         ``layer(x, enc_output, look_ahead_mask=None, padding_mask=None,
@@ -35,7 +46,8 @@ class DecoderLayer(Layer):
         look-ahead + target padding mask (:func:`create_combined_mask`),
         ``padding_mask`` the source padding mask (:func:`create_padding_mask`).
         With ``return_attention=True`` returns
-        ``(x, self_attention_weights, cross_attention_weights)``.
+        ``(x, self_attention_weights, cross_attention_weights)`` (the last
+        ``None`` without cross-attention).
 
     Shape:
         x (batch, tgt_len, d_model), enc_output (batch, src_len, d_model),
@@ -44,27 +56,61 @@ class DecoderLayer(Layer):
         cross weights (batch, heads, tgt_len, src_len).
     """
 
-    def __init__(self, d_model, num_heads, dff, dropout=0.1):
+    def __init__(self, d_model, num_heads, dff, dropout=0.1, *, norm_first=False, activation="relu",
+                 layer_norm_eps=LAYER_NORM_EPSILON, cross_attention=True):
         super().__init__()
         check_dropout(dropout)
         self.d_model, self.num_heads, self.dff, self.dropout = d_model, num_heads, dff, dropout
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
+        self.cross_attention = check_flag("cross_attention", cross_attention)
         self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads)
-        self.ffn = FeedForward(d_model, dff, dropout)
-        self.norm1 = layer_norm(d_model)
-        self.norm2 = layer_norm(d_model)
-        self.norm3 = layer_norm(d_model)
+        if cross_attention:
+            self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ffn = FeedForward(d_model, dff, dropout, activation=activation)
+        self.norm1 = layer_norm(d_model, layer_norm_eps)
+        if cross_attention:
+            self.norm2 = layer_norm(d_model, layer_norm_eps)
+        self.norm3 = layer_norm(d_model, layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        if cross_attention:
+            self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def forward(self, x, enc_output, look_ahead_mask=None, padding_mask=None,
-                return_attention=False):
-        attn, self_weights = self.self_attn(x, x, x, mask=look_ahead_mask)  # (batch, tgt_len, d_model)
+    def _check_enc_output(self, enc_output):
+        if self.cross_attention and enc_output is None:
+            raise ValueError("enc_output is None, but this DecoderLayer has a cross-attention "
+                             "(cross_attention=True): pass the encoder output")
+
+    def _sublayers(self, x, self_attend, cross_attend):
+        """The three sub-layers around ``self_attend(h)`` and ``cross_attend(h)`` (each returning
+        ``(output, weights)``), post-LN or pre-LN; returns ``(x, self_weights, cross_weights)``."""
+        cross_weights = None
+        if self.norm_first:
+            attn, self_weights = self_attend(self.norm1(x))  # (batch, tgt_len, d_model)
+            x = x + self.dropout1(attn)
+            if self.cross_attention:
+                attn, cross_weights = cross_attend(self.norm2(x))
+                x = x + self.dropout2(attn)
+            x = x + self.dropout3(self.ffn(self.norm3(x)))  # (batch, tgt_len, d_model)
+            return x, self_weights, cross_weights
+        attn, self_weights = self_attend(x)  # (batch, tgt_len, d_model)
         x = self.norm1(x + self.dropout1(attn))  # (batch, tgt_len, d_model)
-        attn, cross_weights = self.cross_attn(x, enc_output, enc_output, mask=padding_mask)
-        x = self.norm2(x + self.dropout2(attn))  # (batch, tgt_len, d_model)
+        if self.cross_attention:
+            attn, cross_weights = cross_attend(x)
+            x = self.norm2(x + self.dropout2(attn))  # (batch, tgt_len, d_model)
         x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, tgt_len, d_model)
+        return x, self_weights, cross_weights
+
+    def forward(self, x, enc_output=None, look_ahead_mask=None, padding_mask=None,
+                return_attention=False):
+        self._check_enc_output(enc_output)
+        x, self_weights, cross_weights = self._sublayers(
+            x,
+            lambda h: self.self_attn(h, h, h, mask=look_ahead_mask),  # (batch, tgt_len, d_model)
+            lambda h: self.cross_attn(h, enc_output, enc_output, mask=padding_mask),
+        )
         return (x, self_weights, cross_weights) if return_attention else x
 
     def step(self, x, cache, look_ahead_mask=None, padding_mask=None):
@@ -72,37 +118,47 @@ class DecoderLayer(Layer):
 
         ``cache`` holds this layer's ``self_k``/``self_v`` for the positions
         decoded so far and ``cross_k``/``cross_v`` of the encoder output (see
-        :meth:`Decoder.init_cache`). The result equals the full call over the
-        whole prefix, at the new positions, without recomputing the past.
+        :meth:`Decoder.init_cache`; none without cross-attention). The result
+        equals the full call over the whole prefix, at the new positions,
+        without recomputing the past.
 
         Shape:
             x (batch, new, d_model), cache["self_k"] (batch, heads, past, depth),
             look_ahead_mask (batch, 1, new, past + new) ->
             (batch, new, d_model), cache with (batch, heads, past + new, depth).
         """
-        k, v = self.self_attn.project_kv(x, x)  # (batch, heads, new, depth)
-        k = torch.cat([cache["self_k"], k], dim=2)  # (batch, heads, past + new, depth)
-        v = torch.cat([cache["self_v"], v], dim=2)  # (batch, heads, past + new, depth)
-        attn, _ = self.self_attn.attend(x, k, v, look_ahead_mask)  # (batch, new, d_model)
-        x = self.norm1(x + self.dropout1(attn))
-        attn, _ = self.cross_attn.attend(x, cache["cross_k"], cache["cross_v"], padding_mask)
-        x = self.norm2(x + self.dropout2(attn))
-        x = self.norm3(x + self.dropout3(self.ffn(x)))  # (batch, new, d_model)
-        return x, {**cache, "self_k": k, "self_v": v}
+        grown = {}
+
+        def self_attend(h):
+            k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
+            grown["self_k"] = torch.cat([cache["self_k"], k], dim=2)  # (batch, heads, past + new, depth)
+            grown["self_v"] = torch.cat([cache["self_v"], v], dim=2)  # (batch, heads, past + new, depth)
+            return self.self_attn.attend(h, grown["self_k"], grown["self_v"], look_ahead_mask)
+
+        x, _, _ = self._sublayers(
+            x, self_attend,
+            lambda h: self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask),
+        )  # (batch, new, d_model)
+        return x, {**cache, **grown}
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "norm_first": self.norm_first, "activation": self.activation,
+                "layer_norm_eps": self.layer_norm_eps, "cross_attention": self.cross_attention}
 
 
 class Decoder(Layer):
     """Positional embedding, dropout, then ``num_layers`` decoder layers.
 
+    With ``norm_first=True`` (pre-LN) a final layer normalisation, ``final_norm``,
+    follows the last layer, as in pre-LN stacks.
+
     Args:
         num_layers, d_model, num_heads, dff, dropout: as for :class:`Encoder`.
         vocab_size: target vocabulary size.
         max_len: longest target sequence.
+        norm_first, activation, layer_norm_eps, cross_attention: as for :class:`DecoderLayer`.
 
     Call:
         ``decoder(tokens, enc_output, look_ahead_mask=None, padding_mask=None,
@@ -110,7 +166,8 @@ class Decoder(Layer):
         look-ahead + target padding mask (:func:`create_combined_mask`),
         ``padding_mask`` the source padding mask (:func:`create_padding_mask`),
         both course masks (1.0 = blocked). With ``return_attention=True``
-        returns ``(x, [self weights per layer], [cross weights per layer])``.
+        returns ``(x, [self weights per layer], [cross weights per layer])``
+        (``None`` entries without cross-attention, where ``enc_output`` may be ``None``).
 
     Shape:
         tokens (batch, tgt_len) int, enc_output (batch, src_len, d_model),
@@ -118,18 +175,27 @@ class Decoder(Layer):
         -> (batch, tgt_len, d_model).
     """
 
-    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1):
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1, *,
+                 norm_first=False, activation="relu", layer_norm_eps=LAYER_NORM_EPSILON,
+                 cross_attention=True):
         super().__init__()
         check_positive(num_layers=num_layers)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
         self.vocab_size, self.max_len, self.dropout = vocab_size, max_len, dropout
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
+        self.cross_attention = check_flag("cross_attention", cross_attention)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
         self.embedding_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            [DecoderLayer(d_model, num_heads, dff, dropout) for _ in range(num_layers)]
+            [DecoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
+                          layer_norm_eps=layer_norm_eps, cross_attention=cross_attention)
+             for _ in range(num_layers)]
         )
+        self.final_norm = layer_norm(d_model, layer_norm_eps) if norm_first else None
 
-    def forward(self, tokens, enc_output, look_ahead_mask=None, padding_mask=None,
+    def forward(self, tokens, enc_output=None, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):
         x = self.embedding_dropout(self.embedding(tokens))  # (batch, tgt_len, d_model)
         self_maps, cross_maps = [], []
@@ -140,17 +206,31 @@ class Decoder(Layer):
             )
             self_maps.append(self_weights)  # (batch, heads, tgt_len, tgt_len)
             cross_maps.append(cross_weights)  # (batch, heads, tgt_len, src_len)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (batch, tgt_len, d_model)
         return (x, self_maps, cross_maps) if return_attention else x
 
-    def init_cache(self, enc_output):
+    def init_cache(self, enc_output=None, batch_size=None):
         """Start incremental decoding: project the encoder output once per layer.
 
         Returns one dict per layer with ``cross_k``, ``cross_v``
         (batch, heads, src_len, depth) and empty ``self_k``, ``self_v``
-        (batch, heads, 0, depth), to be grown by :meth:`step`.
+        (batch, heads, 0, depth), to be grown by :meth:`step`. Without
+        cross-attention, ``enc_output`` may be ``None`` and ``batch_size`` gives the batch.
         """
+        if enc_output is None:
+            self.layers[0]._check_enc_output(enc_output)
+            check_positive(batch_size=batch_size)
+            weight = self.layers[0].self_attn.wk.weight
+            empty = weight.new_zeros((batch_size, self.num_heads, 0, self.d_model // self.num_heads))
+            return [{"self_k": empty, "self_v": empty} for _ in self.layers]
         cache = []
         for layer in self.layers:
+            if not layer.cross_attention:
+                empty = enc_output.new_zeros((enc_output.shape[0], self.num_heads, 0,
+                                              self.d_model // self.num_heads))
+                cache.append({"self_k": empty, "self_v": empty})
+                continue
             cross_k, cross_v = layer.cross_attn.project_kv(enc_output, enc_output)
             empty = cross_k[:, :, :0]  # (batch, heads, 0, depth)
             cache.append({"self_k": empty, "self_v": empty, "cross_k": cross_k, "cross_v": cross_v})
@@ -169,10 +249,14 @@ class Decoder(Layer):
         for layer, layer_cache in zip(self.layers, cache):
             x, layer_cache = layer.step(x, layer_cache, look_ahead_mask, padding_mask)
             new_cache.append(layer_cache)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (batch, new, d_model)
         return x, new_cache
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout}
+                "max_len": self.max_len, "dropout": self.dropout, "norm_first": self.norm_first,
+                "activation": self.activation, "layer_norm_eps": self.layer_norm_eps,
+                "cross_attention": self.cross_attention}

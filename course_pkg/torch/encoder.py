@@ -6,24 +6,35 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 
 from torch import nn
 
-from .._checks import check_dropout, check_positive
-from ._layers import Layer, layer_norm
+from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
+from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
 class EncoderLayer(Layer):
-    """One encoder layer, post-LN as in the paper.
+    """One encoder layer, post-LN as in the paper (pre-LN with ``norm_first=True``).
+
+    Post-LN (the paper, BERT):
 
     ``x = norm1(x + dropout1(self_attn(x, x, x, mask)))``
     ``x = norm2(x + dropout2(ffn(x)))``
+
+    Pre-LN (GPT-2, ViT; trains deep stacks without warm-up):
+
+    ``x = x + dropout1(self_attn(norm1(x), ..., mask))``
+    ``x = x + dropout2(ffn(norm2(x)))``
 
     Args:
         d_model: model width.
         num_heads: attention heads (must divide ``d_model``).
         dff: feed-forward hidden width.
         dropout: dropout rate on each sub-layer's output (and inside the FFN).
+        norm_first: pre-LN when True; post-LN (the paper) when False.
+        activation: the feed-forward activation, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``
+            (see :class:`FeedForward`).
+        layer_norm_eps: the epsilon of both layer normalisations (1e-6; BERT 1e-12, GPT-2 1e-5).
 
     Call:
         ``layer(x, mask=None, return_attention=False)``; ``mask`` is a course
@@ -35,18 +46,29 @@ class EncoderLayer(Layer):
         attention_weights (batch, heads, seq, seq).
     """
 
-    def __init__(self, d_model, num_heads, dff, dropout=0.1):
+    def __init__(self, d_model, num_heads, dff, dropout=0.1, *, norm_first=False, activation="relu",
+                 layer_norm_eps=LAYER_NORM_EPSILON):
         super().__init__()
         check_dropout(dropout)
         self.d_model, self.num_heads, self.dff, self.dropout = d_model, num_heads, dff, dropout
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
         self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.ffn = FeedForward(d_model, dff, dropout)
-        self.norm1 = layer_norm(d_model)
-        self.norm2 = layer_norm(d_model)
+        self.ffn = FeedForward(d_model, dff, dropout, activation=activation)
+        self.norm1 = layer_norm(d_model, layer_norm_eps)
+        self.norm2 = layer_norm(d_model, layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, return_attention=False):
+        if self.norm_first:
+            h = self.norm1(x)  # (batch, seq, d_model)
+            attn, weights = self.self_attn(h, h, h, mask=mask)
+            # attn (batch, seq, d_model), weights (batch, heads, seq, seq)
+            x = x + self.dropout1(attn)  # (batch, seq, d_model)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))  # (batch, seq, d_model)
+            return (x, weights) if return_attention else x
         attn, weights = self.self_attn(x, x, x, mask=mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
         x = self.norm1(x + self.dropout1(attn))  # (batch, seq, d_model)
         x = self.norm2(x + self.dropout2(self.ffn(x)))  # (batch, seq, d_model)
@@ -55,17 +77,23 @@ class EncoderLayer(Layer):
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "norm_first": self.norm_first, "activation": self.activation,
+                "layer_norm_eps": self.layer_norm_eps}
 
 
 class Encoder(Layer):
     """Positional embedding, dropout, then ``num_layers`` encoder layers.
+
+    With ``norm_first=True`` (pre-LN) a final layer normalisation, ``final_norm``,
+    follows the last layer, as in pre-LN stacks (GPT-2, ViT): each pre-LN layer
+    adds to an un-normalised residual stream.
 
     Args:
         num_layers: number of :class:`EncoderLayer` (6 in the paper).
         d_model, num_heads, dff, dropout: as for :class:`EncoderLayer`.
         vocab_size: source vocabulary size.
         max_len: longest source sequence.
+        norm_first, activation, layer_norm_eps: as for :class:`EncoderLayer`.
 
     Call:
         ``encoder(tokens, mask=None, return_attention=False)``; with
@@ -75,16 +103,22 @@ class Encoder(Layer):
         tokens (batch, seq) int, mask (batch, 1, 1, seq) -> (batch, seq, d_model).
     """
 
-    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1):
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1, *,
+                 norm_first=False, activation="relu", layer_norm_eps=LAYER_NORM_EPSILON):
         super().__init__()
         check_positive(num_layers=num_layers)
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
         self.vocab_size, self.max_len, self.dropout = vocab_size, max_len, dropout
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
         self.embedding_dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            [EncoderLayer(d_model, num_heads, dff, dropout) for _ in range(num_layers)]
+            [EncoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
+                          layer_norm_eps=layer_norm_eps) for _ in range(num_layers)]
         )
+        self.final_norm = layer_norm(d_model, layer_norm_eps) if norm_first else None
 
     def forward(self, tokens, mask=None, return_attention=False):
         x = self.embedding_dropout(self.embedding(tokens))  # (batch, seq, d_model)
@@ -92,10 +126,13 @@ class Encoder(Layer):
         for layer in self.layers:
             x, weights = layer(x, mask=mask, return_attention=True)  # weights: (batch, heads, seq, seq)
             maps.append(weights)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (batch, seq, d_model)
         return (x, maps) if return_attention else x
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
         return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout}
+                "max_len": self.max_len, "dropout": self.dropout, "norm_first": self.norm_first,
+                "activation": self.activation, "layer_norm_eps": self.layer_norm_eps}
