@@ -102,6 +102,28 @@ def embedding(vocab_size: int, d_model: int, name=None, dtype=None) -> layers.Em
     return layer
 
 
+@keras.saving.register_keras_serializable(package="course_pkg")
+class Bias(layers.Layer):
+    """A learned vector added along the last axis, initialised to 0 (the MLM decoder's bias).
+
+    Shape:
+        (..., size) -> (..., size).
+    """
+
+    def __init__(self, size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+        self.bias = self.add_weight(shape=(size,), initializer="zeros", name="bias")
+        self.built = True
+
+    def call(self, x):
+        return x + tf.cast(self.bias, x.dtype)
+
+    def get_config(self):
+        """The constructor arguments, added to Keras' configuration."""
+        return {**super().get_config(), "size": self.size}
+
+
 def is_integer(tensor: tf.Tensor) -> bool:
     """Whether ``tensor`` holds integers (token ids)."""
     return tensor.dtype.is_integer

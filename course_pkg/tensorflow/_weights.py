@@ -9,6 +9,8 @@ canonical names and layouts.
 import numpy as np
 from keras import layers
 
+from ._layers import Bias
+
 
 def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
@@ -35,6 +37,8 @@ def weight_slots(layer, prefix: str = "") -> dict:
         if layer.use_bias:
             slots[_join(prefix, "bias")] = (layer.bias, False)
         return slots
+    if isinstance(layer, Bias):
+        return {_join(prefix, "bias"): (layer.bias, False)}
     if isinstance(layer, layers.LayerNormalization):
         return {_join(prefix, "gamma"): (layer.gamma, False), _join(prefix, "beta"): (layer.beta, False)}
     if isinstance(layer, layers.Embedding):

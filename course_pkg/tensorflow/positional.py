@@ -113,7 +113,9 @@ class LearnedPositionalEncoding(Layer):
     Call:
         ``layer(x, start=0)`` returns ``x + table[start:start + seq]``: the inputs sit
         at positions ``start, start + 1, ...`` (``start > 0`` when decoding step by step).
-        ``start + seq > max_len``: ``ValueError``.
+        ``start + seq > max_len``: ``ValueError``. ``layer(x, positions=ids)`` adds the rows
+        ``table[ids]`` instead, one position per token (left-padded batches: each row
+        counts from its first real token).
 
     Shape:
         x (batch, seq, d_model) -> (batch, seq, d_model).
@@ -126,9 +128,15 @@ class LearnedPositionalEncoding(Layer):
         self.table = embedding(max_len, d_model, "table", self.dtype_policy)  # (max_len, d_model)
         self.built = True
 
-    def call(self, x, start=0, training=None):
+    def call(self, x, start=0, positions=None, training=None):
         x = tf.convert_to_tensor(x)
         check_features(x.shape, self.d_model, "x")
+        if positions is not None:  # (batch, seq) int
+            positions = tf.convert_to_tensor(positions)
+            check_token_rank(positions.shape)
+            if tf.executing_eagerly() and tf.size(positions) > 0:
+                check_length(int(tf.reduce_max(positions)) + 1, self.max_len)
+            return x + tf.cast(tf.gather(self.table.embeddings, positions), x.dtype)  # (batch, seq, d_model)
         if not isinstance(start, int) and tf.executing_eagerly():  # a tensor: known when eager
             start = int(start)
         if isinstance(start, int):

@@ -5,11 +5,14 @@ PyTorch only.
 """
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .bert import BERT, bert_from_huggingface
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
 from .decoding import beam_search, greedy_decode, translate
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
+from .gpt import GPT, gpt_from_huggingface, top_k_filter, top_p_filter
+from .heads import ClassificationHead
 from .losses import masked_accuracy, masked_loss
 from .masks import (
     create_combined_mask,
@@ -41,6 +44,10 @@ __all__ = [
     "scaled_dot_product_attention", "MultiHeadAttention",
     "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
+    # The model families (chapter 7): encoder-only BERT, decoder-only GPT, a classification head,
+    # sampling filters, and the loaders of Hugging Face checkpoints.
+    "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",
+    "bert_from_huggingface", "gpt_from_huggingface",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
     "greedy_decode", "beam_search", "translate",
     # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention).

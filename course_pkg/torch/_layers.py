@@ -68,6 +68,21 @@ def embedding(vocab_size: int, d_model: int) -> nn.Embedding:
     return layer
 
 
+class Bias(nn.Module):
+    """A learned vector added along the last axis, initialised to 0 (the MLM decoder's bias).
+
+    Shape:
+        (..., size) -> (..., size).
+    """
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(size))
+
+    def forward(self, x):
+        return x + self.bias
+
+
 def is_integer(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` holds integers (token ids)."""
     return not tensor.dtype.is_floating_point and not tensor.dtype.is_complex and tensor.dtype != torch.bool

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._layers import Bias
+
 
 def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
@@ -82,6 +84,8 @@ def weight_slots(layer) -> dict:
             slots[_join(path, "beta")] = (leaf.bias, False)
         elif isinstance(leaf, nn.Embedding):
             slots[_join(path, "embeddings")] = (leaf.weight, False)
+        elif isinstance(leaf, Bias):
+            slots[_join(path, "bias")] = (leaf.bias, False)
         elif isinstance(leaf, (nn.GRU, nn.GRUCell)):
             slots.update(_gru_slots(path, leaf))
     return slots

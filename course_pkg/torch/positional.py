@@ -106,7 +106,9 @@ class LearnedPositionalEncoding(Layer):
     Call:
         ``layer(x, start=0)`` returns ``x + table[start:start + seq]``: the inputs sit
         at positions ``start, start + 1, ...`` (``start > 0`` when decoding step by step).
-        ``start + seq > max_len``: ``ValueError``.
+        ``start + seq > max_len``: ``ValueError``. ``layer(x, positions=ids)`` adds the rows
+        ``table[ids]`` instead, one position per token (left-padded batches: each row
+        counts from its first real token).
 
     Shape:
         x (batch, seq, d_model) -> (batch, seq, d_model).
@@ -118,8 +120,14 @@ class LearnedPositionalEncoding(Layer):
         self.max_len, self.d_model = max_len, d_model
         self.table = embedding(max_len, d_model)  # (max_len, d_model)
 
-    def forward(self, x, start=0):
+    def forward(self, x, start=0, positions=None):
         check_features(x.shape, self.d_model, "x")
+        if positions is not None:  # (batch, seq) int
+            positions = torch.as_tensor(positions, device=x.device)
+            check_token_rank(positions.shape)
+            if positions.numel():
+                check_length(int(positions.max()) + 1, self.max_len)
+            return x + self.table(positions).to(x.dtype)  # (batch, seq, d_model)
         check_start(start)
         seq = x.shape[1]
         check_length(start + seq, self.max_len)

@@ -1,0 +1,78 @@
+"""Task heads on top of a stack's final states.
+
+Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
+``num_classes`` classes.
+"""
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+from .._checks import check_dropout, check_positive
+from ._layers import Layer, dense
+
+
+def select_token(x, token_index):
+    """The state of one token per sequence: ``x[:, token_index]``.
+
+    ``token_index`` is an int (the same position in every row; negative counts from
+    the end) or an int tensor of one position per row (the last real token of
+    right-padded rows, say).
+
+    Shape:
+        x (batch, seq, d_model), token_index () or (batch,) -> (batch, d_model).
+    """
+    if isinstance(token_index, int):
+        seq = x.shape[1]
+        if seq is not None and not -seq <= token_index < seq:
+            raise ValueError(f"token_index {token_index} is outside a sequence of {seq} positions")
+        return x[:, token_index]  # (batch, d_model)
+    index = tf.cast(tf.convert_to_tensor(token_index), tf.int32)  # (batch,)
+    if index.shape.rank != 1 or (x.shape[0] is not None and index.shape[0] != x.shape[0]):
+        raise ValueError(f"token_index must be an int or one index per row, shape ({x.shape[0]},), "
+                         f"got shape {tuple(index.shape)}")
+    return tf.gather(x, index, batch_dims=1)  # (batch, d_model)
+
+
+@keras.saving.register_keras_serializable(package="course_pkg")
+class ClassificationHead(Layer):
+    """Dropout and a linear layer on one token's final state: class logits.
+
+    The head of the lecture notes: ``logits = W · dropout(h_t) + b`` with ``h_t`` the
+    final state of the chosen token, ``[CLS]`` (position 0) for BERT, the last token
+    for a decoder-only model whose last position has seen the whole sequence.
+
+    Args:
+        d_model: width of the states.
+        num_classes: number of classes (the logits' last axis).
+        dropout: dropout rate on the chosen state.
+        token_index: which position to classify from (0: ``[CLS]``; -1: the last).
+
+    Call:
+        ``head(x, token_index=None)``; ``token_index`` overrides the constructor's
+        (an int, or one position per row).
+
+    Shape:
+        x (batch, seq, d_model) -> logits (batch, num_classes).
+    """
+
+    def __init__(self, d_model, num_classes, dropout=0.1, token_index=0, **kwargs):
+        super().__init__(**kwargs)
+        check_positive(d_model=d_model, num_classes=num_classes)
+        check_dropout(dropout)
+        if isinstance(token_index, bool) or not isinstance(token_index, int):
+            raise ValueError(f"token_index must be an int, got {token_index!r}")
+        self.d_model, self.num_classes, self.dropout = d_model, num_classes, dropout
+        self.token_index = token_index
+        self.state_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.classifier = dense(d_model, num_classes, "classifier", self.dtype_policy)
+        self.built = True
+
+    def call(self, x, token_index=None, training=None):
+        h = select_token(x, self.token_index if token_index is None else token_index)  # (batch, d_model)
+        return self.classifier(self.state_dropout(h, training=training))  # (batch, num_classes)
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "num_classes": self.num_classes,
+                "dropout": self.dropout, "token_index": self.token_index}

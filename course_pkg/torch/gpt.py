@@ -1,0 +1,256 @@
+"""GPT (Radford et al., 2018, 2019): the decoder alone, trained to predict the next token.
+
+Shapes: ``batch`` sequences of ``seq`` tokens (``prompt`` of them before
+generation, ``new`` fed per decoding step after ``past`` ones), ``d_model``
+features, ``heads`` attention heads of ``depth`` features, logits over ``vocab``
+tokens.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import huggingface as _hf
+from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
+from .._generation import check_generation, left_align, sample_next
+from ._layers import Model, dense, embedding, layer_norm
+from .bert import padding_mask_2d
+from .decoder import DecoderLayer
+from .decoding import _inference
+from .masks import _token_ids, create_look_ahead_mask
+from .positional import LearnedPositionalEncoding, check_tokens
+
+
+def top_k_filter(logits, k):
+    """Keep the ``k`` largest logits of each row; the others become -inf (ties with the k-th kept).
+
+    Shape:
+        (..., vocab) -> (..., vocab).
+    """
+    check_positive(k=k)
+    k = min(k, logits.shape[-1])
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits, p):
+    """Nucleus filtering: keep the most likely tokens whose probabilities first sum to ``p`` or more.
+
+    A token is kept when the probability mass of the tokens ranked above it is below
+    ``p`` (so the most likely token always stays); the others become -inf.
+
+    Shape:
+        (..., vocab) -> (..., vocab).
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., vocab)
+    probs = torch.softmax(sorted_logits.float(), dim=-1)
+    before = torch.cumsum(probs, dim=-1) - probs  # mass ranked above each token
+    remove = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= p)  # original order
+    return logits.masked_fill(remove, float("-inf"))
+
+
+class GPT(Model):
+    """A decoder-only Transformer (GPT-2's layout): pre-LN blocks without cross-attention.
+
+    ``x = dropout(token_embedding(t) + position_embedding)``, ``num_layers``
+    :class:`DecoderLayer` (``norm_first=True``, ``cross_attention=False``, GELU tanh,
+    epsilon 1e-5) under the causal (look-ahead) mask, a final layer norm and the LM
+    head: ``x @ token_embeddingᵀ`` (tied, GPT-2) or a dense layer. With the weights of
+    a Hugging Face ``GPT2LMHeadModel`` (:func:`gpt_from_huggingface`) it computes its
+    logits in eval mode. Dropout sits where the course's layers put it.
+
+    Padding, left or right: ``padding_mask`` (1.0 = padding) blocks padding keys, and
+    positions count real tokens only (a row's first real token is at position 0,
+    as Hugging Face's ``generate`` does for left padding); outputs at padding
+    positions mean nothing.
+
+    Args:
+        num_layers, d_model, num_heads, dff: the stack's sizes.
+        vocab_size: number of token ids.
+        max_len: positions of the learned table (1024 in GPT-2).
+        dropout: dropout rate.
+        activation, layer_norm_eps: of the blocks ("gelu_tanh", 1e-5).
+        tie_embeddings: the LM head is the transposed token embedding (True) or its own
+            dense layer ``lm_head`` (False).
+        pad_id: when given, tokens equal to it are padding unless a ``padding_mask`` is passed.
+
+    Call:
+        ``gpt(tokens, padding_mask=None, return_attention=False)`` returns the
+        next-token logits at every position (and the list of attention maps).
+        :meth:`generate` continues prompts; :meth:`init_cache`/:meth:`decode_step`
+        decode with a key/value cache.
+
+    Shape:
+        tokens, padding_mask (batch, seq) -> logits (batch, seq, vocab).
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_len, dropout=0.1, *,
+                 activation="gelu_tanh", layer_norm_eps=1e-5, tie_embeddings=True, pad_id=None):
+        super().__init__()
+        check_positive(num_layers=num_layers, vocab_size=vocab_size)
+        check_dropout(dropout)
+        if pad_id is not None:
+            check_pad_id(pad_id, vocab_size)
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_len, self.dropout, self.pad_id = vocab_size, max_len, dropout, pad_id
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
+        self.tie_embeddings = check_flag("tie_embeddings", tie_embeddings)
+        self.token_embedding = embedding(vocab_size, d_model)
+        self.position_embedding = LearnedPositionalEncoding(max_len, d_model)
+        self.embedding_dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            [DecoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
+                          layer_norm_eps=layer_norm_eps, cross_attention=False) for _ in range(num_layers)]
+        )
+        self.final_norm = layer_norm(d_model, layer_norm_eps)
+        self.lm_head = None if tie_embeddings else dense(d_model, vocab_size)
+
+    def _logits(self, x):
+        if self.lm_head is None:
+            return x @ self.token_embedding.weight.T  # (batch, seq, vocab)
+        return self.lm_head(x)  # (batch, seq, vocab)
+
+    def _embed(self, tokens, pad, count):
+        """Token + position embeddings; positions count the real tokens of each row from ``count``."""
+        real = 1 - pad  # (batch, seq)
+        positions = (count[:, None] + torch.cumsum(real, dim=1) - 1).clamp(min=0).long()  # (batch, seq)
+        x = self.token_embedding(tokens)  # (batch, seq, d_model)
+        x = self.position_embedding(x, positions=positions)  # (batch, seq, d_model)
+        return self.embedding_dropout(x)
+
+    def _as_inputs(self, tokens, padding_mask):
+        tokens = _token_ids(tokens).to(self.token_embedding.weight.device)
+        check_tokens(tokens, self.vocab_size, self.max_len)
+        pad = padding_mask_2d(tokens, padding_mask, self.pad_id)
+        return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
+
+    def forward(self, tokens, padding_mask=None, return_attention=False):
+        tokens, pad = self._as_inputs(tokens, padding_mask)
+        seq = tokens.shape[1]
+        x = self._embed(tokens, pad, torch.zeros(tokens.shape[0], device=tokens.device))
+        look_ahead = create_look_ahead_mask(seq).to(x.device)  # (seq, seq)
+        mask = torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq, seq)
+        maps = []
+        for block in self.blocks:
+            x, weights, _ = block(x, None, look_ahead_mask=mask, return_attention=True)
+            maps.append(weights)  # (batch, heads, seq, seq)
+        logits = self._logits(self.final_norm(x))  # (batch, seq, vocab)
+        return (logits, maps) if return_attention else logits
+
+    def init_cache(self, batch_size):
+        """An empty decoding state: each block's key/value cache (batch, heads, 0, depth), the padding
+        seen so far (batch, 0) and the count of real tokens per row (batch,)."""
+        check_positive(batch_size=batch_size)
+        weight = self.token_embedding.weight
+        empty = weight.new_zeros((batch_size, self.num_heads, 0, self.d_model // self.num_heads))
+        return {"layers": [{"self_k": empty, "self_v": empty} for _ in self.blocks],
+                "pad": weight.new_zeros((batch_size, 0)), "count": weight.new_zeros((batch_size,))}
+
+    def decode_step(self, tokens, state, padding_mask=None):
+        """Logits for ``tokens`` that follow the ones in ``state``, reusing the cached keys and values.
+
+        Equal (within float rounding) to the logits of the full call on the whole sequence, at the new
+        positions, at O(new) cost per step.
+
+        Shape:
+            tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
+        """
+        tokens, pad = self._as_inputs(tokens, padding_mask)
+        past, new = state["pad"].shape[1], tokens.shape[1]
+        check_tokens(tokens, self.vocab_size, self.max_len, past)
+        x = self._embed(tokens, pad, state["count"])  # (batch, new, d_model)
+        all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
+        look_ahead = create_look_ahead_mask(past + new)[past:].to(x.device)  # (new, past + new)
+        mask = torch.maximum(look_ahead, all_pad[:, None, None, :])  # (batch, 1, new, past + new)
+        layers = []
+        for block, cache in zip(self.blocks, state["layers"]):
+            x, cache = block.step(x, cache, mask)
+            layers.append(cache)
+        logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
+        return logits, {"layers": layers, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
+
+    def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                 do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
+        """Continue each prompt by ``max_new_tokens`` tokens, greedily or by sampling.
+
+        Args:
+            prompt_tokens: the prompts (batch, prompt), at least one real token each.
+            max_new_tokens: tokens to add; ``prompt + max_new_tokens <= max_len``.
+            temperature: divides the logits before sampling (< 1 sharper, > 1 flatter).
+            top_k: sample among the ``top_k`` most likely tokens only (:func:`top_k_filter`).
+            top_p: sample in the nucleus of probability ``top_p`` (:func:`top_p_filter`).
+            do_sample: sample (True) or take the most likely token (False, greedy;
+                temperature, top_k and top_p are then ignored).
+            seed: seed of the sampler (NumPy's ``default_rng``): the same seed, weights and
+                prompts give the same tokens, in PyTorch and in TensorFlow alike.
+            use_cache: decode with the key/value cache (O(1) per token in the prefix) or
+                recompute the whole sequence at each step (same tokens).
+            padding_mask: 1.0 at padding, left or right (or from ``pad_id``); the real tokens
+                of each row are moved to its end (order kept) so that the new tokens follow
+                them: the result is left-padded.
+            eos_id: when given, a row stops at ``eos_id`` (then repeats it) and generation
+                ends when every row has.
+
+        Returns:
+            An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
+            tokens, ``steps <= max_new_tokens``.
+        """
+        tokens, pad = self._as_inputs(prompt_tokens, padding_mask)
+        fewest_real = (1 - pad).sum(dim=1).min().item() if tokens.shape[0] else 1
+        check_generation(tuple(tokens.shape), max_new_tokens, self.max_len, temperature, top_k, top_p,
+                         do_sample, fewest_real)
+        tokens, pad = (torch.as_tensor(a, device=tokens.device)
+                       for a in left_align(tokens.cpu().numpy(), pad.cpu().numpy()))
+        pad = pad.float()
+        rng = np.random.default_rng(seed)
+        done = np.zeros(tokens.shape[0], dtype=bool)
+        with _inference(self):
+            if use_cache:
+                logits, state = self.decode_step(tokens, self.init_cache(tokens.shape[0]), pad)
+            for step in range(max_new_tokens):
+                if not use_cache:
+                    logits = self(tokens, padding_mask=pad)
+                last = logits[:, -1].float()  # (batch, vocab)
+                if do_sample:
+                    last = last / temperature
+                    last = last if top_k is None else top_k_filter(last, top_k)
+                    last = last if top_p is None else top_p_filter(last, top_p)
+                    probs = torch.softmax(last, dim=-1).cpu().numpy()
+                    nxt = sample_next(probs, rng)  # (batch,)
+                else:
+                    nxt = last.argmax(dim=-1).cpu().numpy()
+                if eos_id is not None:
+                    nxt = np.where(done, eos_id, nxt)
+                    done |= nxt == eos_id
+                nxt = torch.as_tensor(nxt, dtype=torch.int64, device=tokens.device)[:, None]  # (batch, 1)
+                tokens = torch.cat([tokens, nxt], dim=1)
+                pad = torch.cat([pad, torch.zeros_like(nxt, dtype=pad.dtype)], dim=1)
+                if eos_id is not None and done.all():
+                    break
+                if use_cache and step + 1 < max_new_tokens:
+                    logits, state = self.decode_step(nxt, state)
+        return tokens
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
+                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
+                "max_len": self.max_len, "dropout": self.dropout, "activation": self.activation,
+                "layer_norm_eps": self.layer_norm_eps, "tie_embeddings": self.tie_embeddings,
+                "pad_id": self.pad_id}
+
+
+def gpt_from_huggingface(source, config=None):
+    """A course :class:`GPT` with the configuration and weights of a Hugging Face GPT-2.
+
+    Args:
+        source: a ``transformers`` ``GPT2LMHeadModel`` or ``GPT2Model``, or its state dict.
+        config: its ``GPT2Config`` (or the config's dict); taken from ``source`` when it is a model.
+
+    Returns:
+        The course model, in eval mode (mapping in :mod:`course_pkg.huggingface`).
+    """
+    return _hf.gpt_from_huggingface(GPT, source, config).eval()
