@@ -64,8 +64,8 @@ def toc_files(toc_path=ROOT / "_toc.yml"):
     return files
 
 
-def test_there_are_six_chapter_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_"]
+def test_there_are_seven_chapter_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_"]
 
 
 def test_first_code_cell_is_the_setup_cell():
