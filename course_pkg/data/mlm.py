@@ -190,7 +190,7 @@ def encode_prompts(pairs, vocab, sep="=", max_len=None):
     The sequence is ``<bos> prompt sep answer <eos>``. The model reads it without its last
     token and predicts it shifted left by one (teacher forcing, as for chapter 6's decoder);
     the labels of the positions that predict the prompt or the separator are ``<pad>``, which
-    :func:`masked_loss` skips, so the loss and the accuracy score the answer and its
+    the course's ``masked_loss`` skips, so the loss and the accuracy score the answer and its
     ``<eos>`` only.
 
     Args:
