@@ -9,38 +9,46 @@ its state dict (tensors or NumPy arrays) with its configuration, as arguments.
 What maps to what (``i`` a layer; canonical names as :mod:`course_pkg.interop`;
 a ``torch.nn.Linear`` weight is (out, in), the canonical kernel its transpose):
 
-BERT (``BertModel``, ``BertForMaskedLM``; keys may carry a ``bert.`` prefix):
+BERT (``BertModel``, ``BertForMaskedLM``; keys may carry a ``bert.`` prefix; ``L`` stands
+for ``encoder.layer.i``):
 
-==============================================  =====================================
-Hugging Face                                    course ``BERT``
-==============================================  =====================================
-embeddings.word_embeddings                      token_embedding (also the MLM decoder)
-embeddings.position_embeddings                  position_embedding.table
-embeddings.token_type_embeddings                segment_embedding
-embeddings.LayerNorm                            embedding_norm
-encoder.layer.i.attention.self.query/key/value  blocks.i.self_attn.wq / wk / wv
-encoder.layer.i.attention.output.dense          blocks.i.self_attn.wo
-encoder.layer.i.attention.output.LayerNorm      blocks.i.norm1
-encoder.layer.i.intermediate.dense / output.dense  blocks.i.ffn.w1 / w2
-encoder.layer.i.output.LayerNorm                blocks.i.norm2
-pooler.dense                                    pooler
-cls.predictions.transform.dense / LayerNorm     mlm_dense / mlm_norm
-cls.predictions.bias                            mlm_bias
-==============================================  =====================================
+=====================================  ==========================================
+Hugging Face                           course ``BERT``
+=====================================  ==========================================
+embeddings.word_embeddings             token_embedding (also the MLM decoder)
+embeddings.position_embeddings         position_embedding.table
+embeddings.token_type_embeddings       segment_embedding
+embeddings.LayerNorm                   embedding_norm
+L.attention.self.query / key / value   blocks.i.self_attn.wq / wk / wv
+L.attention.output.dense               blocks.i.self_attn.wo
+L.attention.output.LayerNorm           blocks.i.norm1
+L.intermediate.dense                   blocks.i.ffn.w1
+L.output.dense                         blocks.i.ffn.w2
+L.output.LayerNorm                     blocks.i.norm2
+pooler.dense                           pooler
+cls.predictions.transform.dense        mlm_dense
+cls.predictions.transform.LayerNorm    mlm_norm
+cls.predictions.bias                   mlm_bias
+=====================================  ==========================================
 
 GPT-2 (``GPT2Model``, ``GPT2LMHeadModel``; keys may carry a ``transformer.`` prefix).
 GPT-2's ``Conv1D`` keeps its weight as (in, out), the canonical layout, and fuses the
 query, key and value projections in ``c_attn`` (in, 3 · d_model), split in three here:
 
-==============================================  =====================================
-wte / wpe                                       token_embedding / position_embedding.table
-h.i.ln_1 / h.i.ln_2                             blocks.i.norm1 / blocks.i.norm3
-h.i.attn.c_attn (q | k | v)                     blocks.i.self_attn.wq / wk / wv
-h.i.attn.c_proj                                 blocks.i.self_attn.wo
-h.i.mlp.c_fc / h.i.mlp.c_proj                   blocks.i.ffn.w1 / w2
-ln_f                                            final_norm
-lm_head (only when not tied)                    lm_head (bias 0)
-==============================================  =====================================
+=====================================  ==========================================
+Hugging Face                           course ``GPT``
+=====================================  ==========================================
+wte                                    token_embedding (also the tied LM head)
+wpe                                    position_embedding.table
+h.i.ln_1                               blocks.i.norm1
+h.i.attn.c_attn (q | k | v)            blocks.i.self_attn.wq / wk / wv
+h.i.attn.c_proj                        blocks.i.self_attn.wo
+h.i.ln_2                               blocks.i.norm3
+h.i.mlp.c_fc                           blocks.i.ffn.w1
+h.i.mlp.c_proj                         blocks.i.ffn.w2
+ln_f                                   final_norm
+lm_head (only when not tied)           lm_head (bias 0)
+=====================================  ==========================================
 
 Weights a checkpoint lacks keep their initial values when they are optional (the
 pooler of a ``BertForMaskedLM``, the MLM head of a ``BertModel``); any other missing or

@@ -295,6 +295,70 @@ def transformer(params, src, tgt, num_heads, pad_id=0):
 
 
 # ============================================================================
+# The model families (chapter 7): BERT, GPT, sampling filters
+# ============================================================================
+def bert(params, tokens, num_heads, segment_ids=None, padding_mask=None, activation="gelu", eps=1e-12):
+    """BERT: embeddings (token + position + segment, LayerNorm), post-LN encoder layers, pooler, MLM head.
+
+    ``padding_mask`` is (batch, seq), 1.0 at padding. Returns ``(sequence_output, pooled, mlm_logits)``.
+
+    Shape: tokens (batch, seq) -> (batch, seq, d_model), (batch, d_model), (batch, seq, vocab).
+    """
+    tokens = np.asarray(tokens)
+    segment_ids = np.zeros_like(tokens) if segment_ids is None else np.asarray(segment_ids)
+    table = params["token_embedding.embeddings"].astype(np.float64)
+    x = table[tokens] + params["segment_embedding.embeddings"][segment_ids]
+    x = learned_positional_encoding(sub(params, "position_embedding"), x)
+    x = layer_norm(sub(params, "embedding_norm"), x, eps)
+    mask = None if padding_mask is None else np.asarray(padding_mask, np.float64)[:, None, None, :]
+    for i in range(len({k.split(".")[1] for k in params if k.startswith("blocks.")})):
+        x, _ = encoder_layer(sub(params, f"blocks.{i}"), x, num_heads, mask, False, activation, eps)
+    pooled = np.tanh(dense(params, x[:, 0], "pooler"))
+    h = layer_norm(sub(params, "mlm_norm"), ACTIVATIONS[activation](dense(params, x, "mlm_dense")), eps)
+    return x, pooled, h @ table.T + params["mlm_bias.bias"]
+
+
+def gpt(params, tokens, num_heads, padding_mask=None, activation="gelu_tanh", eps=1e-5):
+    """GPT: token + learned position embeddings, pre-LN decoder blocks without cross-attention under the
+    causal mask, a final LayerNorm, the LM head (tied to the token embedding unless ``lm_head`` is given).
+
+    ``padding_mask`` is (batch, seq), 1.0 at padding: padding keys are blocked and positions count real
+    tokens only (a row's first real token is at position 0).
+
+    Shape: tokens (batch, seq) -> logits (batch, seq, vocab).
+    """
+    tokens = np.asarray(tokens)
+    pad = np.zeros(tokens.shape) if padding_mask is None else np.asarray(padding_mask, np.float64)
+    positions = np.maximum(np.cumsum(1 - pad, axis=1) - 1, 0).astype(int)  # (batch, seq)
+    table = params["token_embedding.embeddings"].astype(np.float64)
+    x = table[tokens] + params["position_embedding.table.embeddings"][positions]
+    mask = np.maximum(create_look_ahead_mask(tokens.shape[1]), pad[:, None, None, :])
+    for i in range(len({k.split(".")[1] for k in params if k.startswith("blocks.")})):
+        x, _, _ = decoder_layer(sub(params, f"blocks.{i}"), x, None, num_heads, mask, None, True, activation,
+                                eps, cross_attention=False)
+    x = layer_norm(sub(params, "final_norm"), x, eps)
+    return dense(params, x, "lm_head") if "lm_head.kernel" in params else x @ table.T
+
+
+def top_k_filter(logits, k):
+    """The ``k`` largest logits of each row kept (ties with the k-th too), the others -inf. Shape: kept."""
+    logits = np.asarray(logits, np.float64)
+    kth = np.sort(logits, axis=-1)[..., -min(k, logits.shape[-1])][..., None]
+    return np.where(logits < kth, -np.inf, logits)
+
+
+def top_p_filter(logits, p):
+    """Keep a token when the probability of the tokens ranked above it is below ``p``; the others -inf."""
+    logits = np.asarray(logits, np.float64)
+    order = np.argsort(-logits, axis=-1, kind="stable")
+    probs = softmax(np.take_along_axis(logits, order, axis=-1))
+    before = np.cumsum(probs, axis=-1) - probs
+    remove = np.empty_like(before, dtype=bool)
+    np.put_along_axis(remove, order, before >= p, axis=-1)
+    return np.where(remove, -np.inf, logits)
+
+
+# ============================================================================
 # RNN seq2seq (GRU encoder-decoder, Bahdanau / Luong attention)
 # ============================================================================
 # GRU weights have the canonical (Keras, reset_after=True) layout: ``kernel``

@@ -308,3 +308,43 @@ def test_course_pkg_imports_no_transformers():
     code = ("import sys, course_pkg.torch, course_pkg.huggingface; "
             "assert 'transformers' not in sys.modules, 'transformers imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", ["BERT", "GPT"])
+def test_families_three_way_parity(tf_fw, torch_fw, interop, ref, record_error, name):
+    """NumPy reference = TensorFlow = torch with shared weights, padding included."""
+    args = (LAYERS, D_MODEL, HEADS, DFF, VOCAB, MAX_LEN)
+    tf_model, pt_model = tf_fw.make(name, *args), torch_fw.make(name, *args)
+    params = random_params(tf_model, seed=7)
+    interop.set_weights(tf_model, params)
+    interop.set_weights(pt_model, params)
+    p64 = {k: v.astype(np.float64) for k, v in params.items()}
+    if name == "BERT":
+        tokens, pad, segments = BERT_TOKENS, 1 - BERT_ATTEND, SEGMENTS % 2
+        seq, pooled, mlm = ref.bert(p64, tokens, HEADS, segments, pad)
+        expected = (seq[pad == 0], pooled, mlm[pad == 0])
+        outs = {}
+        for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model)):
+            s, pl = fw.call(model, tokens, segments, padding_mask=pad.astype(np.float32))
+            model_in = fw.tensor(s)
+            logits = fw.to_numpy(model.mlm_logits(model_in))
+            outs[fw.name] = (s[pad == 0], pl, logits[pad == 0])
+    else:
+        tokens, attend = PROMPTS["left"]
+        pad = 1 - attend
+        expected = ref.gpt(p64, tokens, HEADS, pad)[pad == 0]
+        outs = {fw.name: fw.call(model, tokens, padding_mask=pad.astype(np.float32))[pad == 0]
+                for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model))}
+    for fw_name, out in outs.items():
+        assert record_error(f"{name} {fw_name} vs ref", max_abs_diff(out, expected)) <= PARITY_ATOL
+    assert np.abs(expected[0]).max() > 0.5
+
+
+def test_reference_filters_agree_with_the_frameworks(fw, ref):
+    logits = np.random.default_rng(0).normal(size=(3, 20)).astype(np.float32) * 3
+    for k in (1, 5, 20):
+        np.testing.assert_array_equal(np.isfinite(fw.to_numpy(fw.cp.top_k_filter(fw.tensor(logits), k))),
+                                      np.isfinite(ref.top_k_filter(logits, k)))
+    for p in (0.1, 0.5, 0.9, 1.0):
+        np.testing.assert_array_equal(np.isfinite(fw.to_numpy(fw.cp.top_p_filter(fw.tensor(logits), p))),
+                                      np.isfinite(ref.top_p_filter(logits, p)))

@@ -87,38 +87,25 @@ class DecoderLayer(Layer):
             raise ValueError("enc_output is None, but this DecoderLayer has a cross-attention "
                              "(cross_attention=True): pass the encoder output")
 
-    def _sublayers(self, x, self_attend, cross_attend, training=None):
-        """The three sub-layers around ``self_attend(h)`` and ``cross_attend(h)`` (each returning
-        ``(output, weights)``), post-LN or pre-LN; returns ``(x, self_weights, cross_weights)``."""
-        cross_weights = None
-        if self.norm_first:
-            attn, self_weights = self_attend(self.norm1(x))  # (batch, tgt_len, d_model)
-            x = x + self.dropout1(attn, training=training)
-            if self.cross_attention:
-                attn, cross_weights = cross_attend(self.norm2(x))
-                x = x + self.dropout2(attn, training=training)
-            x = x + self.dropout3(self.ffn(self.norm3(x), training=training),
-                                  training=training)  # (batch, tgt_len, d_model)
-            return x, self_weights, cross_weights
-        attn, self_weights = self_attend(x)  # (batch, tgt_len, d_model)
-        x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, tgt_len, d_model)
-        if self.cross_attention:
-            attn, cross_weights = cross_attend(x)
-            x = self.norm2(x + self.dropout2(attn, training=training))  # (batch, tgt_len, d_model)
-        x = self.norm3(x + self.dropout3(self.ffn(x, training=training),
-                                         training=training))  # (batch, tgt_len, d_model)
-        return x, self_weights, cross_weights
-
     def call(self, x, enc_output=None, look_ahead_mask=None, padding_mask=None,
              return_attention=False, training=None):
         self._check_enc_output(enc_output)
-        x, self_weights, cross_weights = self._sublayers(
-            x,
-            lambda h: self.self_attn(h, h, h, mask=look_ahead_mask,
-                                     training=training),  # (batch, tgt_len, d_model)
-            lambda h: self.cross_attn(h, enc_output, enc_output, mask=padding_mask, training=training),
-            training=training,
-        )
+        # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
+        h = self.norm1(x) if self.norm_first else x  # (batch, tgt_len, d_model)
+        attn, self_weights = self.self_attn(h, h, h, mask=look_ahead_mask,
+                                            training=training)  # (batch, tgt_len, d_model)
+        out = self.dropout1(attn, training=training)
+        x = x + out if self.norm_first else self.norm1(x + out)
+        cross_weights = None
+        if self.cross_attention:  # queries from the decoder, keys and values from the encoder
+            h = self.norm2(x) if self.norm_first else x
+            attn, cross_weights = self.cross_attn(h, enc_output, enc_output, mask=padding_mask,
+                                                  training=training)
+            out = self.dropout2(attn, training=training)
+            x = x + out if self.norm_first else self.norm2(x + out)
+        h = self.norm3(x) if self.norm_first else x
+        out = self.dropout3(self.ffn(h, training=training), training=training)  # (batch, tgt_len, d_model)
+        x = x + out if self.norm_first else self.norm3(x + out)
         return (x, self_weights, cross_weights) if return_attention else x
 
     def step(self, x, cache, look_ahead_mask=None, padding_mask=None, training=None):
@@ -135,20 +122,22 @@ class DecoderLayer(Layer):
             look_ahead_mask (batch, 1, new, past + new) ->
             (batch, new, d_model), cache with (batch, heads, past + new, depth).
         """
-        grown = {}
-
-        def self_attend(h):
-            k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
-            grown["self_k"] = tf.concat([cache["self_k"], k], axis=2)  # (batch, heads, past + new, depth)
-            grown["self_v"] = tf.concat([cache["self_v"], v], axis=2)  # (batch, heads, past + new, depth)
-            return self.self_attn.attend(h, grown["self_k"], grown["self_v"], look_ahead_mask)
-
-        x, _, _ = self._sublayers(
-            x, self_attend,
-            lambda h: self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask),
-            training=training,
-        )  # (batch, new, d_model)
-        return x, {**cache, **grown}
+        h = self.norm1(x) if self.norm_first else x  # (batch, new, d_model)
+        k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
+        k = tf.concat([cache["self_k"], k], axis=2)  # (batch, heads, past + new, depth)
+        v = tf.concat([cache["self_v"], v], axis=2)  # (batch, heads, past + new, depth)
+        attn, _ = self.self_attn.attend(h, k, v, look_ahead_mask)  # (batch, new, d_model)
+        out = self.dropout1(attn, training=training)
+        x = x + out if self.norm_first else self.norm1(x + out)
+        if self.cross_attention:
+            h = self.norm2(x) if self.norm_first else x
+            attn, _ = self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask)
+            out = self.dropout2(attn, training=training)
+            x = x + out if self.norm_first else self.norm2(x + out)
+        h = self.norm3(x) if self.norm_first else x
+        out = self.dropout3(self.ffn(h, training=training), training=training)  # (batch, new, d_model)
+        x = x + out if self.norm_first else self.norm3(x + out)
+        return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

@@ -66,19 +66,15 @@ class EncoderLayer(Layer):
         self.built = True
 
     def call(self, x, mask=None, return_attention=False, training=None):
-        if self.norm_first:
-            h = self.norm1(x)  # (batch, seq, d_model)
-            attn, weights = self.self_attn(h, h, h, mask=mask, training=training)
-            # attn (batch, seq, d_model), weights (batch, heads, seq, seq)
-            x = x + self.dropout1(attn, training=training)  # (batch, seq, d_model)
-            x = x + self.dropout2(self.ffn(self.norm2(x), training=training),
-                                  training=training)  # (batch, seq, d_model)
-            return (x, weights) if return_attention else x
-        attn, weights = self.self_attn(x, x, x, mask=mask,
+        # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
+        h = self.norm1(x) if self.norm_first else x  # (batch, seq, d_model)
+        attn, weights = self.self_attn(h, h, h, mask=mask,
                                        training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
-        x = self.norm1(x + self.dropout1(attn, training=training))  # (batch, seq, d_model)
-        x = self.norm2(x + self.dropout2(self.ffn(x, training=training),
-                                         training=training))  # (batch, seq, d_model)
+        attn = self.dropout1(attn, training=training)
+        x = x + attn if self.norm_first else self.norm1(x + attn)  # (batch, seq, d_model)
+        h = self.norm2(x) if self.norm_first else x
+        out = self.dropout2(self.ffn(h, training=training), training=training)  # (batch, seq, d_model)
+        x = x + out if self.norm_first else self.norm2(x + out)  # (batch, seq, d_model)
         return (x, weights) if return_attention else x
 
     def get_config(self):

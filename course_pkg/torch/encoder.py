@@ -62,16 +62,14 @@ class EncoderLayer(Layer):
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, return_attention=False):
-        if self.norm_first:
-            h = self.norm1(x)  # (batch, seq, d_model)
-            attn, weights = self.self_attn(h, h, h, mask=mask)
-            # attn (batch, seq, d_model), weights (batch, heads, seq, seq)
-            x = x + self.dropout1(attn)  # (batch, seq, d_model)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))  # (batch, seq, d_model)
-            return (x, weights) if return_attention else x
-        attn, weights = self.self_attn(x, x, x, mask=mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
-        x = self.norm1(x + self.dropout1(attn))  # (batch, seq, d_model)
-        x = self.norm2(x + self.dropout2(self.ffn(x)))  # (batch, seq, d_model)
+        # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
+        h = self.norm1(x) if self.norm_first else x  # (batch, seq, d_model)
+        attn, weights = self.self_attn(h, h, h, mask=mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
+        attn = self.dropout1(attn)
+        x = x + attn if self.norm_first else self.norm1(x + attn)  # (batch, seq, d_model)
+        h = self.norm2(x) if self.norm_first else x
+        out = self.dropout2(self.ffn(h))  # (batch, seq, d_model)
+        x = x + out if self.norm_first else self.norm2(x + out)  # (batch, seq, d_model)
         return (x, weights) if return_attention else x
 
     def get_config(self):
