@@ -20,8 +20,9 @@ queries and keys, ``in``/``out`` a dense kernel's input and output widths,
 ``vocab`` the (target) vocabulary size.
 
 The training formulas (masked loss, label smoothing, the Noam schedule),
-greedy decoding's step and the parameter counts at the end are also the
-reference answers of the course's exercises (``course_pkg.exercises``).
+greedy decoding's step, the parameter counts at the end, and chapter 7's prefix-LM mask,
+top-k probabilities and masked-LM corruption are also the reference answers of the
+course's exercises (``course_pkg.exercises``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,23 @@ def create_combined_mask(tokens, pad_id=0):
     """Element-wise max of look-ahead and padding masks. Shape: (batch, 1, seq, seq)."""
     tokens = np.asarray(tokens)
     return np.maximum(create_look_ahead_mask(tokens.shape[1]), create_padding_mask(tokens, pad_id))
+
+
+def prefix_lm_mask(tokens, prompt_lengths, pad_id=0):
+    """A decoder-only model's mask when the prompt is read both ways (a prefix LM, as in T5's study).
+
+    Position ``i`` of row ``b`` may attend to key ``j`` when ``j`` is not padding and either
+    ``j <= i`` (the causal rule) or ``j < prompt_lengths[b]`` (the whole prompt, the future
+    included). With every prompt length 0 it is :func:`create_combined_mask`.
+
+    Shape: tokens (batch, seq), prompt_lengths (batch,) -> (batch, 1, seq, seq).
+    """
+    tokens = np.asarray(tokens)
+    seq = tokens.shape[1]
+    causal = np.arange(seq)[np.newaxis, :] <= np.arange(seq)[:, np.newaxis]  # (seq, seq): j <= i
+    prompt = np.arange(seq)[np.newaxis, :] < np.asarray(prompt_lengths)[:, np.newaxis]  # (batch, seq)
+    visible = (causal[np.newaxis] | prompt[:, np.newaxis, :]) & (tokens != pad_id)[:, np.newaxis, :]
+    return (~visible).astype(np.float32)[:, np.newaxis]
 
 
 # ------------------------------------------------------------------------- attention
@@ -544,6 +562,53 @@ def greedy_step(logits, done, pad_id=0):
     Shape: logits (batch, vocab), done (batch,) bool -> (batch,) int.
     """
     return np.where(np.asarray(done), pad_id, np.argmax(np.asarray(logits), axis=-1))
+
+
+def top_k_probabilities(logits, k, temperature=1.0):
+    """The distribution that top-k sampling draws from: softmax of ``logits / temperature``
+    over each row's ``k`` largest logits, 0 elsewhere (ties at the k-th value are all kept).
+
+    Shape: logits (..., vocab) -> (..., vocab), each row summing to 1.
+    """
+    logits = np.asarray(logits, dtype=np.float64) / temperature
+    kth = np.sort(logits, axis=-1)[..., -k][..., np.newaxis]  # (..., 1): the k-th largest
+    return softmax(np.where(logits >= kth, logits, -np.inf))
+
+
+def top_p_probabilities(logits, p, temperature=1.0):
+    """The distribution that top-p (nucleus) sampling draws from: the smallest set of most
+    likely tokens whose probabilities reach ``p``, renormalised; 0 elsewhere.
+
+    Shape: logits (..., vocab) -> (..., vocab), each row summing to 1.
+    """
+    probs = softmax(np.asarray(logits, dtype=np.float64) / temperature)
+    order = np.argsort(-probs, axis=-1, kind="stable")
+    sorted_probs = np.take_along_axis(probs, order, axis=-1)
+    before = np.cumsum(sorted_probs, axis=-1) - sorted_probs  # mass of the more likely tokens
+    keep_sorted = before < p  # the most likely token is always kept
+    keep = np.zeros_like(keep_sorted)
+    np.put_along_axis(keep, order, keep_sorted, axis=-1)
+    kept = np.where(keep, probs, 0.0)
+    return kept / kept.sum(axis=-1, keepdims=True)
+
+
+def mlm_inputs(tokens, select_draws, action_draws, random_tokens, mask_id, rate, special_ids=(0, 1, 2, 3)):
+    """BERT's masked-LM corruption (the 80/10/10 rule) for given uniform draws.
+
+    A token that is neither special nor ``mask_id`` is chosen where ``select_draws < rate``; a
+    chosen token becomes ``mask_id`` where ``action_draws < 0.8``, ``random_tokens`` where
+    ``0.8 <= action_draws < 0.9``, and stays as it is otherwise. The labels hold the original
+    token at the chosen positions and 0 (``<pad>``, skipped by the loss) elsewhere.
+    :func:`course_pkg.data.mask_for_mlm` draws the three arrays from a generator.
+
+    Shape: every argument (batch, seq) -> (inputs (batch, seq), labels (batch, seq)).
+    """
+    tokens = np.asarray(tokens)
+    chosen = ~np.isin(tokens, list(special_ids) + [mask_id]) & (np.asarray(select_draws) < rate)
+    action = np.asarray(action_draws)
+    inputs = np.where(chosen & (action < 0.8), mask_id, tokens)
+    inputs = np.where(chosen & (action >= 0.8) & (action < 0.9), np.asarray(random_tokens), inputs)
+    return inputs, np.where(chosen, tokens, 0)
 
 
 def gru_parameters(input_dim, units):

@@ -28,14 +28,24 @@ English-French sample written for the course.
 Every name is importable from ``course_pkg.data``; the modules hold one concern each:
 ``num2words_cache`` (numbers in words, cached), ``corpora`` (:class:`Corpus` and
 the corpus makers), ``tsv`` (TSV files), ``tokenizer`` (:class:`Tokenizer`),
-``vocab`` (special tokens and :class:`Vocab`) and ``batching`` (padding, encoding,
-:class:`Batches`).
+``vocab`` (special tokens and :class:`Vocab`), ``batching`` (padding, encoding,
+:class:`Batches`) and ``mlm`` (chapter 7's model families: masked-LM inputs, a classification
+task, prompts for a decoder-only model).
 """
 
+from . import mlm as _mlm
 from . import tokenizer as _tokenizer
 from . import tsv as _tsv
 from .batching import Batches, encode_pairs, make_batches, pad_batch
 from .corpora import Corpus, make_number_corpus, make_number_list_corpus, split_pairs
+from .mlm import (
+    encode_prompts,
+    make_number_classification,
+    mask_for_mlm,
+    prompt_ids,
+    prompt_texts,
+    with_mask_token,
+)
 from .num2words_cache import number_words, supported_languages
 from .tokenizer import Tokenizer
 from .tsv import load_tsv_pairs
@@ -49,6 +59,10 @@ GLUE_TOKEN = _tokenizer.GLUE_TOKEN
 """Emitted where the text has no space although the spacing rules would put one."""
 SAMPLE_TSV = _tsv.SAMPLE_TSV
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""
+MASK = _mlm.MASK
+"""The token that replaces most of the positions a masked language model must predict."""
+CLASSIFICATION_TASKS = _mlm.CLASSIFICATION_TASKS
+"""The properties :func:`make_number_classification` can label, with their class names."""
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIAL_TOKENS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
@@ -57,4 +71,6 @@ __all__ = [
     "split_pairs", "Corpus",
     "load_tsv_pairs", "Tokenizer", "Vocab",
     "pad_batch", "encode_pairs", "make_batches", "Batches",
+    "MASK", "CLASSIFICATION_TASKS", "with_mask_token", "mask_for_mlm", "make_number_classification",
+    "prompt_texts", "encode_prompts", "prompt_ids",
 ]

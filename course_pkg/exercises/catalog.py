@@ -135,6 +135,40 @@ def _model_sizes(rng) -> dict:
     return {"cases": repr([(int(d), int(d * rng.choice([2, 4]))) for d in d_models])}
 
 
+def _prompt_batch(rng) -> dict:
+    """Right-padded rows ``<bos> prompt = answer``: prompt lengths 2 to 4, 1 to 3 padded positions."""
+    rows, length = 3, int(rng.integers(7, 9))
+    tokens = np.zeros((rows, length), dtype=int)
+    prompts = []
+    for row in range(rows):
+        n = int(rng.integers(length - 3, length))  # real tokens
+        tokens[row, :n] = rng.integers(5, 30, n)
+        tokens[row, 0] = BOS_ID
+        prompts.append(int(rng.integers(2, 5)))
+    return {"tokens": _ints(tokens), "prompt_lengths": repr(prompts)}
+
+
+def _mlm_draws(rng) -> dict:
+    """Rows ``<bos> words <eos> <pad>...`` with uniform draws that choose at least one of each action."""
+    rows, length, mask_id = 2, 8, 4
+    rate = float(rng.choice([0.3, 0.4, 0.5]))
+    while True:
+        tokens = np.zeros((rows, length), dtype=int)
+        for row in range(rows):
+            n = int(rng.integers(4, length - 1))
+            tokens[row, 0], tokens[row, 1:n + 1], tokens[row, n + 1] = BOS_ID, rng.integers(5, 30, n), EOS_ID
+        select = np.round(rng.uniform(0, 1, (rows, length)), 2)
+        action = np.round(rng.uniform(0, 1, (rows, length)), 2)
+        chosen = (tokens >= 5) & (select < rate)
+        kinds = {0 if a < 0.8 else 1 if a < 0.9 else 2 for a in action[chosen]}
+        # the draws of the special positions may choose too: the rule must skip them
+        if kinds == {0, 1, 2} and ((tokens < 5) & (select < rate)).any():
+            break
+    return {"tokens": _ints(tokens), "select_draws": _floats(select, 2), "action_draws": _floats(action, 2),
+            "random_tokens": _ints(rng.integers(5, 30, (rows, length))), "mask_id": repr(mask_id),
+            "rate": repr(rate)}
+
+
 EXERCISES = [
     # 1. seq2seq
     Exercise(
@@ -241,6 +275,25 @@ EXERCISES = [
             "labels": repr(rng.integers(0, vocab, 4).tolist()), "vocab_size": repr(vocab),
             "epsilon": repr(float(rng.choice([0.1, 0.2, 0.3])))})(int(rng.integers(5, 9))),
         ref.smoothed_targets),
+    # 7. model families
+    Exercise(
+        "7.1", "07_families", "A prefix-LM mask for prompts and padding", 3, "prefix_lm_mask",
+        _prompt_batch, lambda tokens, prompt_lengths: ref.prefix_lm_mask(np.asarray(tokens), prompt_lengths),
+        exact=True),
+    Exercise(
+        "7.2", "07_families", "Top-k sampling probabilities", 2, "top_k_probabilities",
+        # Distinct values in every row: the k largest are one set (no tie at the k-th value).
+        lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 8, replace=False)
+                                                 for _ in range(3)]) / 10),
+                     "k": repr(int(rng.integers(2, 6))),
+                     "temperature": repr(float(rng.choice([0.5, 0.7, 1.0, 1.5, 2.0])))},
+        ref.top_k_probabilities),
+    Exercise(
+        "7.3", "07_families", "Masked-LM inputs: the 80/10/10 rule", 3, "mlm_inputs",
+        _mlm_draws,
+        lambda tokens, select_draws, action_draws, random_tokens, mask_id, rate: ref.mlm_inputs(
+            tokens, select_draws, action_draws, random_tokens, mask_id, rate),
+        exact=True),
     # ------------------------------------------------------------------ 8. vision (the ViT)
     Exercise(
         "8.1", "08_vision", "Cutting an image into patches", 2, "patchify",
