@@ -27,6 +27,7 @@ ATTN = "#f6d7a7"      # attention
 FFN = "#c9e4f6"       # feed-forward
 NORM = "#f3f0b5"      # add & norm
 EMB = "#f8c9c9"       # embeddings
+POS_EMB = "PositionalEmbedding\nembedding · √d_model + positional_encoding"
 DENSE = "#d6ccef"     # dense / linear
 RNN = "#cfe8cf"       # recurrent cells
 GREY = "#eeeeee"
@@ -111,7 +112,7 @@ def transformer(path):
     # --- encoder
     label(ax, ex, 0.35, "src_tokens (batch, src_len)", size=8)
     arrow(ax, (ex, 0.5), (ex, 0.85))
-    box(ax, ex, 1.15, w, 0.55, "PositionalEmbedding\nembedding · √d_model + positional_encoding", EMB, size=7.5)
+    box(ax, ex, 1.15, w, 0.55, POS_EMB, EMB, size=7.5)
     arrow(ax, (ex, 1.43), (ex, 1.95))
     label(ax, ex - w / 2 - 0.05, 1.72, "+ dropout", size=7, ha="right", style="italic")
     # the layer frame
@@ -120,7 +121,8 @@ def transformer(path):
     label(ax, ex - w / 2 - 0.22, 5.55, "EncoderLayer", size=9, ha="left", weight="bold")
     label(ax, ex - w / 2 - 0.55, 3.8, "× num_layers", size=9, ha="center", rotation=90)
     ys = [2.65, 3.35, 4.2, 4.9]
-    box(ax, ex, ys[0], w, 0.5, "MultiHeadAttention (self_attn)\nQ = K = V = x, source padding mask", ATTN, size=7.5)
+    box(ax, ex, ys[0], w, 0.5, "MultiHeadAttention (self_attn)\nQ = K = V = x, source padding mask", ATTN,
+        size=7.5)
     box(ax, ex, ys[1], w, 0.38, "Add & LayerNorm (norm1)", NORM, size=8)
     box(ax, ex, ys[2], w, 0.5, "FeedForward (ffn)\nDense(dff, relu) → Dense(d_model)", FFN, size=7.5)
     box(ax, ex, ys[3], w, 0.38, "Add & LayerNorm (norm2)", NORM, size=8)
@@ -146,7 +148,7 @@ def transformer(path):
     # --- decoder
     label(ax, dx, 0.35, "tgt_in (batch, tgt_len): the target shifted right", size=8)
     arrow(ax, (dx, 0.5), (dx, 0.85))
-    box(ax, dx, 1.15, w, 0.55, "PositionalEmbedding\nembedding · √d_model + positional_encoding", EMB, size=7.5)
+    box(ax, dx, 1.15, w, 0.55, POS_EMB, EMB, size=7.5)
     arrow(ax, (dx, 1.43), (dx, 1.95))
     label(ax, dx + w / 2 + 0.05, 1.72, "+ dropout", size=7, ha="left", style="italic")
     ax.add_patch(Rectangle((dx - w / 2 - 0.3, 1.95), w + 0.6, 5.25, facecolor="#fafafa", edgecolor="#777777",
