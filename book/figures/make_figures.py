@@ -31,6 +31,7 @@ POS_EMB = "PositionalEmbedding\nembedding · √d_model + positional_encoding"
 DENSE = "#d6ccef"     # dense / linear
 RNN = "#cfe8cf"       # recurrent cells
 GREY = "#eeeeee"
+SCALE = [1.0]  # font scale of the figure being drawn (a wide figure shrinks at page width)
 HEADS = ["#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a6761d", "#f781bf", "#999999"]
 
 # file -> (chapter notebook, alt text); the alt text is also what the book uses.
@@ -86,7 +87,8 @@ def box(ax, x, y, w, h, text, color=GREY, size=9, weight="normal", edge="#333333
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=style, facecolor=color,
                                 edgecolor=edge, linewidth=lw))
     if text:
-        ax.text(x, y, text, ha="center", va="center", fontsize=size, fontweight=weight, family=family)
+        ax.text(x, y, text, ha="center", va="center", fontsize=size * SCALE[0], fontweight=weight,
+                family=family)
 
 
 def arrow(ax, start, end, color="#333333", lw=1.1, style="-|>", rad=0.0, ls="-"):
@@ -100,7 +102,7 @@ def line(ax, xs, ys, color="#333333", lw=1.1, ls="-"):
 
 
 def label(ax, x, y, text, size=8, color="#333333", ha="center", va="center", style="normal", **kw):
-    ax.text(x, y, text, ha=ha, va=va, fontsize=size, color=color, style=style, **kw)
+    ax.text(x, y, text, ha=ha, va=va, fontsize=size * SCALE[0], color=color, style=style, **kw)
 
 
 # ------------------------------------------------------------------- (a) the Transformer
@@ -351,6 +353,7 @@ def multi_head(path):
 
 # ------------------------------------------------------------------- (d) three attentions
 def three_attentions(path):
+    SCALE[0] = 1.2
     fig, ax = canvas(10.0, 4.3)
     panels = [
         (1.75, "Encoder self-attention", "EncoderLayer.self_attn", "x (encoder)", "x (encoder)",
@@ -449,6 +452,7 @@ def main(out=HERE):
                          "font.family": "DejaVu Sans"})
     paths = []
     for name, draw in DRAW.items():
+        SCALE[0] = 1.0
         draw(out / name)
         paths.append(out / name)
     return paths
