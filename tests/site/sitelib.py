@@ -115,6 +115,28 @@ def image_outputs(path):
                for out in c.get("outputs", []) if any(m in out.get("data", {}) for m in IMAGE_MIMES))
 
 
+FIGURES = ROOT / "book" / "figures"
+FIGURE_SUFFIXES = (".svg", ".png", ".jpg", ".jpeg", ".gif")
+_FIGURE_REF = re.compile(r"^(?:```+|:::+)\s*\{figure\}\s+(\S+)|!\[[^\]]*\]\(([^)\s]+)", re.M)
+
+
+def figure_files(folder=FIGURES):
+    """The book's drawn figures: every image file of ``book/figures``."""
+    return sorted(p.name for p in Path(folder).iterdir() if p.suffix.lower() in FIGURE_SUFFIXES)
+
+
+def figure_refs(path):
+    """The file names of ``book/figures`` that a page embeds ({figure} directives and
+    ``![alt](figures/...)``), in order, as written in its Markdown."""
+    names = []
+    for text in markdown_texts(path):
+        for directive, image in _FIGURE_REF.findall(text):
+            target = directive or image
+            if Path(target).parent.name == "figures":
+                names.append(Path(target).name)
+    return names
+
+
 def framework_groups(path):
     """The tab sets ``framework-tabs.js`` must make of a notebook, as lists of frameworks.
 

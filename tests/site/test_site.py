@@ -106,6 +106,50 @@ def test_images_load(site, page, docname):
             f"image did not load: {image.get_attribute('src')}"
 
 
+def _figure_images(page):
+    """``[{src, alt, width, caption}]`` of the images of ``book/figures`` on the page."""
+    return page.execute_script(
+        "return Array.from(document.querySelectorAll('main img')).map(img => {"
+        "  img.scrollIntoView({block: 'center'});"
+        "  const fig = img.closest('figure'), cap = fig && fig.querySelector('figcaption');"
+        "  return {src: img.getAttribute('src') || '', alt: (img.getAttribute('alt') || '').trim(),"
+        "          complete: img.complete, width: img.naturalWidth,"
+        "          caption: cap ? cap.textContent.trim() : ''};"
+        "}).filter(i => arguments[0].includes(i.src.split('/').pop().split('?')[0]));",
+        sitelib.figure_files())
+
+
+@pytest.mark.parametrize("docname", DOCNAMES, ids=stem)
+def test_figures_load_with_alt_text(site, page, docname):
+    """Every drawn figure (book/figures) the page embeds loads, with alt text and a caption."""
+    expected = sitelib.figure_refs(source(docname))
+    sitelib.open_page(page, site + docname + ".html")
+    if not expected:
+        assert _figure_images(page) == []
+        pytest.skip("no figure of book/figures on this page")
+    sitelib.wait_for(lambda: all(i["complete"] for i in _figure_images(page)),
+                     message=f"the figures of {docname}")
+    images = _figure_images(page)
+    assert sorted(i["src"].split("/")[-1] for i in images) == sorted(expected)
+    for image in images:
+        assert image["width"] > 0, f"figure did not load: {image['src']}"
+        name = image["src"].split("/")[-1]
+        assert image["alt"] and name not in image["alt"] and len(image["alt"]) >= 40, \
+            f"{name}: alt text missing or not a description: {image['alt']!r}"
+        assert image["caption"], f"{name}: no caption"
+
+
+def test_every_figure_is_used(site, page):
+    """Each file of book/figures is shown (and loads) on at least one page of the book."""
+    files = sitelib.figure_files()
+    assert files, "book/figures has no figure"
+    shown = set()
+    for docname in DOCNAMES:
+        sitelib.open_page(page, site + docname + ".html")
+        shown |= {i["src"].split("/")[-1] for i in _figure_images(page) if i["width"] > 0}
+    assert sorted(set(files) - shown) == [], "figures in book/figures that no page shows"
+
+
 # ---------------------------------------------------------------- chapter pages
 @pytest.mark.parametrize("docname", CHAPTERS, ids=stem)
 def test_colab_launch_link(site, page, docname):
