@@ -14,6 +14,7 @@ import tensorflow as tf
 from .._checks import (
     check_batch,
     check_features,
+    check_flag,
     check_heads,
     check_mask_dtype,
     check_mask_shape,
@@ -95,6 +96,64 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
+_FUSED = {"enabled": True}
+
+
+def set_fused_attention(enabled):
+    """Let :class:`MultiHeadAttention` use the fused kernel when no weights are requested
+    (``True``, the default) or force the explicit path everywhere (``False``). Returns the
+    previous setting, so ``old = set_fused_attention(False); ...; set_fused_attention(old)``
+    compares both paths. Read when a layer is called (traced): a ``tf.function`` traced
+    before the change keeps the path it traced.
+    """
+    previous = _FUSED["enabled"]
+    _FUSED["enabled"] = check_flag("enabled", enabled)
+    return previous
+
+
+def fused_attention(query, key, value, mask=None):
+    """The output of :func:`scaled_dot_product_attention`, from the fused kernel
+    ``keras.ops.dot_product_attention`` (no weights are returned).
+
+    Same mask and guarantees as :func:`scaled_dot_product_attention`: the course mask
+    (1.0 = blocked) is turned into the kernel's boolean mask (``True`` = may attend); a
+    fully blocked row gives a zero output (the kernel would give the mean of the values:
+    such rows are zeroed after); a NaN or inf stored in the value of a blocked key never
+    reaches the output, and a query attending to such a key gets an all-NaN row. Equal to
+    the explicit path to float rounding (the kernel scales the logits itself); the
+    softmax runs in float32 whatever the input dtype. On the TensorFlow backend Keras
+    composes the kernel from ``einsum`` and ``softmax`` (no single fused operation).
+
+    Raises:
+        ValueError, TypeError: as :func:`scaled_dot_product_attention`.
+
+    Shape:
+        query (batch, heads, Tq, dk), key (batch, heads, Tk, dk), value (batch, heads, Tk, dv)
+        -> output (batch, heads, Tq, dv).
+    """
+    query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
+    if not value.dtype.is_floating:
+        return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
+    check_matching_depth(query.shape, key.shape, value.shape)
+    check_same_dtype(query.dtype.name, key.dtype.name)
+    qkv = [tf.transpose(t, (0, 2, 1, 3)) for t in (query, key, value)]  # Keras's (batch, T, heads, d)
+    if mask is None:
+        return tf.transpose(keras.ops.dot_product_attention(*qkv), (0, 2, 1, 3))  # (batch, heads, Tq, dv)
+    mask = tf.convert_to_tensor(mask)
+    check_mask_dtype(mask.dtype == tf.bool)
+    check_mask_shape(mask.shape, (*query.shape[:-1], key.shape[-2]))
+    attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (batch, 1, Tq or 1, Tk)
+    row_open = tf.reduce_any(attend, axis=-1, keepdims=True)  # (..., Tq or 1, 1): False on fully blocked rows
+    bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (batch, heads, Tk)
+    qkv[2] = tf.where(tf.transpose(bad_key, (0, 2, 1))[..., tf.newaxis], tf.zeros((), value.dtype), qkv[2])
+    out = keras.ops.dot_product_attention(*qkv, mask=attend)  # (batch, Tq, heads, dv)
+    out = tf.transpose(out, (0, 2, 1, 3))  # (batch, heads, Tq, dv)
+    out = tf.where(row_open, out, tf.zeros((), out.dtype))
+    # (batch, heads, Tq, 1): how many bad keys each query attends to, as a cheap matrix-vector product
+    poison = tf.matmul(tf.cast(attend, tf.float32), tf.cast(bad_key, tf.float32)[..., tf.newaxis]) > 0
+    return tf.where(poison, tf.constant(math.nan, out.dtype), out)
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
@@ -109,6 +168,13 @@ class MultiHeadAttention(Layer):
 
     Floating inputs of another dtype are cast to the layer's compute dtype
     (Keras does it); the torch layer refuses them with a ``TypeError``.
+
+    Call:
+        ``mha(query, key, value, mask=None, need_weights=True)`` returns
+        ``(output, attention_weights)`` from the explicit
+        :func:`scaled_dot_product_attention`. With ``need_weights=False`` it
+        returns ``(output, None)`` from the fused kernel (:func:`fused_attention`),
+        unless ``set_fused_attention(False)`` forces the explicit path.
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),
@@ -139,13 +205,13 @@ class MultiHeadAttention(Layer):
         x = tf.transpose(x, (0, 2, 1, 3))  # (batch, seq, heads, depth)
         return tf.reshape(x, (batch, seq, self.d_model))  # (batch, seq, d_model)
 
-    def call(self, query, key, value, mask=None, training=None):
+    def call(self, query, key, value, mask=None, need_weights=True, training=None):
         check_features(query.shape, self.d_model, "query")
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
-        return self.attend(query, k, v, mask)
+        return self.attend(query, k, v, mask, need_weights=need_weights)
 
     def project_kv(self, key, value):
         """Project and split keys and values: the part a decoding cache can keep.
@@ -157,8 +223,11 @@ class MultiHeadAttention(Layer):
         check_features(value.shape, self.d_model, "value")
         return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
 
-    def attend(self, query, k, v, mask=None):
+    def attend(self, query, k, v, mask=None, need_weights=True):
         """Attend from ``query`` to keys/values already projected by :meth:`project_kv`.
+
+        With ``need_weights=False`` the weights are ``None`` and the fused kernel runs
+        (see the class's Call section).
 
         Shape:
             query (batch, Tq, d_model), k and v (batch, heads, Tk, depth) ->
@@ -166,8 +235,11 @@ class MultiHeadAttention(Layer):
         """
         check_features(query.shape, self.d_model, "query")
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
-        return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
+        if need_weights or not _FUSED["enabled"]:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
+        else:
+            out, weights = fused_attention(q, k, v, mask), None  # (batch, heads, Tq, depth)
+        return self.wo(self.combine_heads(out)), (weights if need_weights else None)  # (batch, Tq, d_model)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
