@@ -77,9 +77,22 @@ def fused(fw):
     return fw.cp.attention.fused_attention
 
 
+@pytest.fixture(params=["guards_when_needed", "guards_always"])
+def guards(request, fw, monkeypatch):
+    """torch on the CPU runs the kernel's guards only where needed; on accelerators always:
+    both variants are tested here (TensorFlow has one, a tf.cond)."""
+    if request.param == "guards_always":
+        if fw.name != "torch":
+            pytest.skip("TensorFlow decides in the graph (tf.cond): one variant")
+        import course_pkg.torch.attention as torch_attention
+
+        monkeypatch.setattr(torch_attention, "_GUARD_ONLY_WHEN_NEEDED_ON_CPU", False)
+    return request.param
+
+
 @pytest.mark.parametrize("mask_kind", MASKS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_fused_equals_explicit_in_float32(fw, shape, mask_kind, record_error):
+def test_fused_equals_explicit_in_float32(fw, shape, mask_kind, guards, record_error):
     q, k, v = qkv(shape)
     mask = make_mask(mask_kind, shape[0], shape[2], shape[3])
     args = [fw.tensor(t) for t in (q, k, v)] + [None if mask is None else fw.tensor(mask)]
@@ -94,7 +107,7 @@ def test_fused_equals_explicit_in_float32(fw, shape, mask_kind, record_error):
 
 @pytest.mark.parametrize("mask_kind", ["none", "padding", "combined", "blocked_rows", "all_blocked"])
 @pytest.mark.parametrize("shape", SHAPES[:3], ids=lambda s: "x".join(map(str, s)))
-def test_fused_gradients_equal_explicit(fw, shape, mask_kind, record_error):
+def test_fused_gradients_equal_explicit(fw, shape, mask_kind, guards, record_error):
     arrays = qkv(shape, seed=1)
     mask = make_mask(mask_kind, shape[0], shape[2], shape[3])
     cotangent = np.random.default_rng(2).normal(size=(*shape[:3], shape[4])).astype(np.float32)
@@ -108,7 +121,7 @@ def test_fused_gradients_equal_explicit(fw, shape, mask_kind, record_error):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("mask_kind", ["none", "combined", "blocked_rows", "all_blocked"])
-def test_fused_half_precision_has_no_nan(fw, dtype, mask_kind):
+def test_fused_half_precision_has_no_nan(fw, dtype, mask_kind, guards):
     """bfloat16 and float16 on the CPU: finite, zeros on fully blocked rows, near float32."""
     shape = SHAPES[0]
     q, k, v = qkv(shape)
@@ -123,7 +136,7 @@ def test_fused_half_precision_has_no_nan(fw, dtype, mask_kind):
 
 
 @pytest.mark.parametrize("mask_kind", ["padding", "look_ahead"])
-def test_fused_keeps_the_nan_guarantees_of_the_explicit_path(fw, mask_kind):
+def test_fused_keeps_the_nan_guarantees_of_the_explicit_path(fw, mask_kind, guards):
     """A NaN stored at a key reaches exactly the queries that attend to it, in both paths."""
     shape = (2, 2, 6, 6, 8)
     q, k, v = qkv(shape)

@@ -122,7 +122,9 @@ def fused_attention(query, key, value, mask=None):
     reaches the output, and a query attending to such a key gets an all-NaN row. Equal to
     the explicit path to float rounding (the kernel scales the logits itself); the
     softmax runs in float32 whatever the input dtype. On the TensorFlow backend Keras
-    composes the kernel from ``einsum`` and ``softmax`` (no single fused operation).
+    composes the kernel from ``einsum`` and ``softmax`` (no single fused operation). The
+    guards (zeroed rows, non-finite values) run only when a fully blocked row or a
+    non-finite value is present (``tf.cond``).
 
     Raises:
         ValueError, TypeError: as :func:`scaled_dot_product_attention`.
@@ -145,14 +147,21 @@ def fused_attention(query, key, value, mask=None):
     attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (batch, 1, Tq or 1, Tk)
     row_open = tf.reduce_any(attend, axis=-1, keepdims=True)  # (..., Tq or 1, 1): False on fully blocked rows
     bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (batch, heads, Tk)
-    qkv[2] = tf.where(tf.transpose(bad_key, (0, 2, 1))[..., tf.newaxis], tf.zeros((), value.dtype), qkv[2])
+    # Each guard runs only where needed (a tf.cond): zeroed rows, non-finite values.
+    all_open, all_finite = tf.reduce_all(row_open), tf.logical_not(tf.reduce_any(bad_key))
+    bad_key_t = tf.transpose(bad_key, (0, 2, 1))[..., tf.newaxis]  # (batch, Tk, heads, 1)
+    qkv[2] = tf.cond(all_finite, lambda: qkv[2],  # a blocked key's NaN would reach every query: read as 0
+                     lambda: tf.where(bad_key_t, tf.zeros((), value.dtype), qkv[2]))
     out = keras.ops.dot_product_attention(*qkv, mask=attend)  # (batch, Tq, heads, dv)
     out = tf.transpose(out, (0, 2, 1, 3))  # (batch, heads, Tq, dv)
-    out = tf.where(row_open, out, tf.zeros((), out.dtype))
-    # (batch, heads, Tq, 1): how many bad keys each query attends to, as a cheap matrix-vector product
-    poison = tf.matmul(tf.cast(attend, tf.float32), tf.cast(bad_key, tf.float32)[..., tf.newaxis]) > 0
-    return tf.where(poison, tf.constant(math.nan, out.dtype), out)
+    out = tf.cond(all_open, lambda: out,  # fully blocked rows got the mean of the values: zero them
+                  lambda: tf.where(row_open, out, tf.zeros((), out.dtype)))
 
+    def poisoned():
+        poison = tf.reduce_any(attend & bad_key[..., tf.newaxis, :], axis=-1, keepdims=True)  # (..., Tq, 1)
+        return tf.where(poison, tf.constant(math.nan, out.dtype), out)
+
+    return tf.cond(all_finite, lambda: out, poisoned)  # (batch, heads, Tq, dv)
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class MultiHeadAttention(Layer):

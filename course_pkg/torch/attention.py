@@ -121,6 +121,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
 
 _FUSED = {"enabled": True}
+_GUARD_ONLY_WHEN_NEEDED_ON_CPU = True  # False: the accelerators' always-guarded path (the tests use it)
 
 
 def set_fused_attention(enabled):
@@ -165,14 +166,23 @@ def fused_attention(query, key, value, mask=None):
     check_mask_shape(mask.shape, logits_shape)
     attend = mask == 0  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
     row_open = attend.any(dim=-1, keepdim=True)  # (..., Tq or 1, 1): False on fully blocked rows
-    bad_key = (~torch.isfinite(value)).any(dim=-1)  # (..., Tk): a NaN or inf in the value
-    value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device), value)
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attend | ~row_open)  # (..., Tq, dv)
-    out = torch.where(row_open, out, torch.zeros((), dtype=out.dtype, device=out.device))
-    # (..., Tq, 1): how many bad keys each query attends to, as a cheap matrix-vector product
-    poison = torch.matmul(attend.float(), bad_key[..., None].float()) > 0
+    bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
+    # On the CPU each guard runs only where needed (asking costs little there); elsewhere both
+    # always run, as asking would stop the host until the accelerator answers.
+    ask = query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
+    all_open = ask and bool(row_open.all())
+    all_finite = ask and not bool(bad_key.any())
+    if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
+        value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device),
+                            value)
+    out = F.scaled_dot_product_attention(  # (..., Tq, dv)
+        query, key, value, attn_mask=attend if all_open else attend | ~row_open)
+    if not all_open:  # fully blocked rows attended everywhere in the kernel: zero them
+        out = torch.where(row_open, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    if all_finite:
+        return out
+    poison = (attend & bad_key[..., None, :]).any(dim=-1, keepdim=True)  # (..., Tq, 1): attends to a bad key
     return torch.where(poison, torch.full((), math.nan, dtype=out.dtype, device=out.device), out)
-
 
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
