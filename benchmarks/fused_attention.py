@@ -9,7 +9,9 @@ alternation, ROUNDS times, and the median step time of each is reported;
 speed-up = explicit / fused (higher is faster). TensorFlow steps run in a ``tf.function``,
 each traced under its own setting of the switch.
 
-Run:  python benchmarks/fused_attention.py [--framework torch|tensorflow|both]
+Run:  python benchmarks/fused_attention.py [--framework torch|tensorflow|both] [--torch-threads N]
+(on a busy 2-core machine, ``--torch-threads 1`` keeps torch's two threads from spinning
+against each other and against the other processes).
 """
 
 import argparse
@@ -98,7 +100,13 @@ def tensorflow_steps():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--framework", choices=["torch", "tensorflow", "both"], default="both")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
+    if args.torch_threads is not None and args.framework != "tensorflow":
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     print(f"config: batch {BATCH}, length {LENGTH}, d_model {D_MODEL}, heads {HEADS}, dff {DFF}, "
           f"layers {LAYERS}+{LAYERS}, vocab {VOCAB}; median of {ROUNDS} rounds x "
           f"{STEPS_PER_ROUND} steps, interleaved, {os.cpu_count()} CPUs")
