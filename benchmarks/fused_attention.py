@@ -20,6 +20,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+import numpy as np  # noqa: E402
 from training_speed import (  # noqa: E402  (this folder is on sys.path when run as a script)
     BATCH,
     D_MODEL,
@@ -97,11 +98,51 @@ def tensorflow_steps():
     return make_step(True), make_step(False)
 
 
+def attention_steps(name):
+    """Forward + backward of one course MultiHeadAttention (self-attention under the combined
+    mask of the decoder), without weights (fused) and with them (explicit)."""
+    src, tgt_in, _ = make_tokens()
+    x = np.random.default_rng(1).normal(size=(BATCH, LENGTH, D_MODEL)).astype(np.float32)
+    if name == "torch":
+        import torch
+
+        from course_pkg import torch as cp
+
+        torch.manual_seed(0)
+        mha = cp.MultiHeadAttention(D_MODEL, HEADS)
+        x_t, mask = torch.tensor(x, requires_grad=True), cp.create_combined_mask(torch.as_tensor(tgt_in))
+
+        def make_step(need_weights):
+            def step():
+                out, _ = mha(x_t, x_t, x_t, mask, need_weights=need_weights)
+                out.sum().backward()
+            return step
+        return make_step(False), make_step(True)
+    import tensorflow as tf
+
+    from course_pkg import tensorflow as cp
+
+    mha = cp.MultiHeadAttention(D_MODEL, HEADS)
+    x_t, mask = tf.Variable(x), cp.create_combined_mask(tf.constant(tgt_in))
+
+    def make_step(need_weights):
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                out, _ = mha(x_t, x_t, x_t, mask, need_weights=need_weights)
+                loss = tf.reduce_sum(out)
+            return tape.gradient(loss, [x_t] + mha.trainable_variables)
+        return step
+    return make_step(False), make_step(True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--framework", choices=["torch", "tensorflow", "both"], default="both")
     parser.add_argument("--torch-threads", type=int, default=None,
                         help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--attention-only", action="store_true",
+                        help="time one MultiHeadAttention forward + backward instead of a training step")
     args = parser.parse_args()
     if args.torch_threads is not None and args.framework != "tensorflow":
         import torch
@@ -111,9 +152,13 @@ def main():
           f"layers {LAYERS}+{LAYERS}, vocab {VOCAB}; median of {ROUNDS} rounds x "
           f"{STEPS_PER_ROUND} steps, interleaved, {os.cpu_count()} CPUs")
     for name in (["torch", "tensorflow"] if args.framework == "both" else [args.framework]):
-        fused_step, explicit_step = (torch_steps if name == "torch" else tensorflow_steps)()
+        if args.attention_only:
+            fused_step, explicit_step = attention_steps(name)
+        else:
+            fused_step, explicit_step = (torch_steps if name == "torch" else tensorflow_steps)()
         fused_s, explicit_s = time_pair(fused_step, explicit_step)
-        print(f"{name:10s} fused {fused_s * 1e3:7.1f} ms/step | explicit {explicit_s * 1e3:7.1f} ms/step | "
+        what = "attention fwd+bwd" if args.attention_only else "training step"
+        print(f"{name:10s} {what}: fused {fused_s * 1e3:7.1f} ms | explicit {explicit_s * 1e3:7.1f} ms | "
               f"speed-up {explicit_s / fused_s:.2f}x")
 
 
