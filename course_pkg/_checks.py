@@ -335,3 +335,13 @@ def check_start(start) -> int:
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise ValueError(f"start must be an int >= 0, got {start!r}")
     return start
+
+
+def check_padding_mask_2d(shape: Shape, tokens_shape: Shape, is_bool: bool) -> None:
+    """A (batch, seq) padding mask of the course's convention (1 = padding), with the tokens' shape."""
+    if is_bool:
+        raise TypeError("padding_mask must be float or int with 1 = padding (the course's convention), "
+                        "not bool; Hugging Face's attention_mask is its complement: 1 - attention_mask")
+    if tuple(shape) != tuple(tokens_shape):
+        raise ValueError(f"padding_mask must have the tokens' shape {tuple(tokens_shape)} (batch, seq), "
+                         f"got {tuple(shape)}")

@@ -639,9 +639,9 @@ def decoder_layer_parameters(d_model, dff):
 # ``patches`` = (height / p)·(width / p); ``tokens`` = patches + 1 with a class token.
 
 def patchify(images, patch_size):
-    """Cut images into non-overlapping ``patch_size``² patches, row by row, each flattened.
+    """Cut images into non-overlapping ``patch_size`` × ``patch_size`` patches, row by row, each flattened.
 
-    Shape: (batch, height, width, channels) -> (batch, patches, patch_size² · channels).
+    Shape: (batch, height, width, channels) -> (batch, patches, patch_size · patch_size · channels).
     """
     images = np.asarray(images)
     batch, height, width, channels = images.shape

@@ -9,7 +9,14 @@ import tensorflow as tf
 from keras import layers
 
 from .. import huggingface as _hf
-from .._checks import check_activation, check_dropout, check_epsilon, check_pad_id, check_positive
+from .._checks import (
+    check_activation,
+    check_dropout,
+    check_epsilon,
+    check_pad_id,
+    check_padding_mask_2d,
+    check_positive,
+)
 from ._layers import Bias, Model, dense, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
@@ -25,12 +32,7 @@ def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
     if padding_mask is None:
         return None if pad_id is None else tf.cast(tf.equal(tokens, pad_id), tf.float32)
     padding_mask = tf.convert_to_tensor(padding_mask)
-    if padding_mask.dtype == tf.bool:
-        raise TypeError("padding_mask must be float or int with 1 = padding (the course's convention), "
-                        "not bool; Hugging Face's attention_mask is its complement: 1 - attention_mask")
-    if tuple(padding_mask.shape) != tuple(tokens.shape):
-        raise ValueError(f"padding_mask must have the tokens' shape {tuple(tokens.shape)} (batch, seq), "
-                         f"got {tuple(padding_mask.shape)}")
+    check_padding_mask_2d(tuple(padding_mask.shape), tuple(tokens.shape), padding_mask.dtype == tf.bool)
     return tf.cast(padding_mask, tf.float32)
 
 

@@ -1,7 +1,7 @@
 """The Vision Transformer (Dosovitskiy et al., 2021): an image as a sequence of patches.
 
 Images are channels-last, ``(batch, height, width, channels)`` as in Keras, in both
-frameworks. A ``patch_size``² patch is flattened row by row with each pixel's channels
+frameworks. A ``patch_size`` × ``patch_size`` patch is flattened row by row with each pixel's channels
 together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors of
 ``patch_size² · channels`` numbers; with the class token in front the encoder sees
 ``tokens = patches + 1`` vectors of ``d_model`` features; ``heads`` attention heads.
@@ -27,7 +27,7 @@ def _as_images(images, dtype):
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class PatchEmbedding(Layer):
-    """Cut images into ``patch_size``² patches and project each to ``d_model`` features.
+    """Cut images into ``patch_size`` × ``patch_size`` patches and project each to ``d_model`` features.
 
     One dense layer, ``projection``, maps a flattened patch to its token. Two ways
     compute the same thing: cutting by reshape then a matrix product
@@ -48,7 +48,7 @@ class PatchEmbedding(Layer):
 
     Shape:
         images (batch, height, width, channels) -> (batch, patches, d_model);
-        patchify: -> (batch, patches, patch_size² · channels).
+        patchify: -> (batch, patches, patch_size · patch_size · channels).
     """
 
     def __init__(self, patch_size, num_channels, d_model, **kwargs):
@@ -67,7 +67,7 @@ class PatchEmbedding(Layer):
 
     def patchify(self, images):
         """The flattened patches, row by row. Shape: (batch, height, width, channels) ->
-        (batch, patches, patch_size² · channels)."""
+        (batch, patches, patch_size · patch_size · channels)."""
         images = self._images(images)
         shape = tf.shape(images)
         batch, height, width, channels = shape[0], shape[1], shape[2], self.num_channels
