@@ -204,3 +204,20 @@ def test_training_call_takes_the_fused_path_and_the_switch_forces_the_explicit_o
 def test_switch_refuses_a_non_boolean(fw):
     with pytest.raises((TypeError, ValueError)):
         fw.cp.attention.set_fused_attention("no")
+
+
+@pytest.mark.parametrize("mask_kind", ["combined", "blocked_rows"])
+def test_fused_path_compiles_as_one_graph(fw, mask_kind):
+    """The fused kernel compiles without a graph break (torch.compile with fullgraph=True;
+    XLA via tf.function(jit_compile=True)), guards included, and equals the eager result."""
+    shape = SHAPES[0]
+    arrays, mask = qkv(shape), make_mask(mask_kind, shape[0], shape[2], shape[3])
+    eager = fw.to_numpy(fused(fw)(*(fw.tensor(a) for a in arrays), fw.tensor(mask)))
+    if fw.name == "torch":
+        compiled = fw.torch.compile(fused(fw), fullgraph=True, backend="eager")
+    else:
+        compiled = fw.tf.function(fused(fw), jit_compile=True)
+    out = fw.to_numpy(compiled(*(fw.tensor(a) for a in arrays), fw.tensor(mask)))
+    assert np.abs(out - eager).max() <= FUSED_ATOL
+    assert not np.any(np.isnan(out))
+    assert np.all(out[fully_blocked_rows(mask, shape)] == 0)

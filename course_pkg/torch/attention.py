@@ -167,9 +167,11 @@ def fused_attention(query, key, value, mask=None):
     attend = mask == 0  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
     row_open = attend.any(dim=-1, keepdim=True)  # (..., Tq or 1, 1): False on fully blocked rows
     bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
-    # On the CPU each guard runs only where needed (asking costs little there); elsewhere both
-    # always run, as asking would stop the host until the accelerator answers.
-    ask = query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
+    # In eager mode on the CPU each guard runs only where needed (asking costs little there);
+    # on accelerators both always run, as asking would stop the host until the device answers,
+    # and so they do under torch.compile, where asking (bool() of a tensor) would break the graph.
+    ask = (query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
+           and not torch.compiler.is_compiling())
     all_open = ask and bool(row_open.all())
     all_finite = ask and not bool(bad_key.any())
     if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
