@@ -221,3 +221,29 @@ def test_fused_path_compiles_as_one_graph(fw, mask_kind):
     assert np.abs(out - eager).max() <= FUSED_ATOL
     assert not np.any(np.isnan(out))
     assert np.all(out[fully_blocked_rows(mask, shape)] == 0)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "combined"])
+def test_fused_equals_the_frameworks_kernel(fw, mask_kind):
+    """Where no row is fully blocked, the course's fused_attention is the framework's kernel:
+    torch's F.scaled_dot_product_attention; on TensorFlow keras.ops.dot_product_attention
+    (a composition there, in the (batch, T, heads, depth) layout), with the mask's polarity
+    flipped (True = may attend)."""
+    shape = SHAPES[0]
+    arrays, mask = qkv(shape), make_mask(mask_kind, shape[0], shape[2], shape[3])
+    assert not fully_blocked_rows(mask, shape).any()
+    ours = fw.to_numpy(fused(fw)(*(fw.tensor(a) for a in arrays),
+                                 None if mask is None else fw.tensor(mask)))
+    attend = None if mask is None else mask == 0
+    if fw.name == "torch":
+        torch = fw.torch
+        theirs = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.tensor(a) for a in arrays), attn_mask=None if attend is None else torch.tensor(attend))
+        theirs = theirs.numpy()
+    else:
+        import keras
+
+        q, k, v = (np.transpose(a, (0, 2, 1, 3)) for a in arrays)  # (batch, T, heads, depth)
+        theirs = keras.ops.dot_product_attention(q, k, v, mask=attend)
+        theirs = np.transpose(fw.to_numpy(theirs), (0, 2, 1, 3))
+    assert np.abs(ours - theirs).max() <= FUSED_ATOL

@@ -111,49 +111,70 @@ def set_fused_attention(enabled):
     return previous
 
 
+def _masked_attention(query, key, value, attend=None):
+    """softmax(Q Kᵀ / √d_k) V with ``attend`` (``True`` = may attend) as a where-select: the
+    computation of ``keras.ops.dot_product_attention`` on the TensorFlow backend, in the
+    course's (..., T, depth) layout, the query scaled first as in the explicit path.
+
+    Shape:
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv), attend broadcastable to
+        (..., Tq, Tk) -> (..., Tq, dv).
+    """
+    query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
+    logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # (..., Tq, Tk)
+    if attend is not None:
+        logits = tf.where(attend, logits, tf.float32.min)
+    weights = tf.cast(tf.nn.softmax(logits, axis=-1), value.dtype)  # (..., Tq, Tk), never returned
+    return tf.matmul(weights, value)  # (..., Tq, dv)
+
+
 def fused_attention(query, key, value, mask=None):
-    """The output of :func:`scaled_dot_product_attention`, from the fused kernel
-    ``keras.ops.dot_product_attention`` (no weights are returned).
+    """The output of :func:`scaled_dot_product_attention`, from the framework's attention
+    kernel (no weights are returned).
+
+    On the TensorFlow backend ``keras.ops.dot_product_attention`` is not a fused kernel:
+    Keras composes it from ``einsum`` and ``softmax`` in the (batch, T, heads, depth) layout
+    (its ``flash_attention=True`` raises ``ValueError`` there), and the transposes to and
+    from that layout made it slower than the explicit path on a CPU. This function runs
+    the same composition in the course's layout, so it equals
+    ``keras.ops.dot_product_attention`` to float rounding (tested) and saves what the
+    explicit path adds for its weights; the PyTorch function calls a fused kernel. Under
+    ``tf.function(jit_compile=True)`` XLA fuses either path.
 
     Same mask and guarantees as :func:`scaled_dot_product_attention`: the course mask
     (1.0 = blocked) is turned into the kernel's boolean mask (``True`` = may attend); a
     fully blocked row gives a zero output (the kernel would give the mean of the values:
     such rows are zeroed after); a NaN or inf stored in the value of a blocked key never
     reaches the output, and a query attending to such a key gets an all-NaN row. Equal to
-    the explicit path to float rounding (the kernel scales the logits itself); the
-    softmax runs in float32 whatever the input dtype. On the TensorFlow backend Keras
-    composes the kernel from ``einsum`` and ``softmax`` (no single fused operation). The
-    guards (zeroed rows, non-finite values) run only when a fully blocked row or a
-    non-finite value is present (``tf.cond``).
+    the explicit path to float rounding; the softmax runs in float32 whatever the input
+    dtype. The guards (zeroed rows, non-finite values) run only when a fully blocked row
+    or a non-finite value is present (``tf.cond``, also inside a graph).
 
     Raises:
         ValueError, TypeError: as :func:`scaled_dot_product_attention`.
 
     Shape:
-        query (batch, heads, Tq, dk), key (batch, heads, Tk, dk), value (batch, heads, Tk, dv)
-        -> output (batch, heads, Tq, dv).
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) -> output (..., Tq, dv).
     """
     query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
     if not value.dtype.is_floating:
         return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
     check_matching_depth(query.shape, key.shape, value.shape)
     check_same_dtype(query.dtype.name, key.dtype.name)
-    qkv = [tf.transpose(t, (0, 2, 1, 3)) for t in (query, key, value)]  # Keras's (batch, T, heads, d)
     if mask is None:
-        return tf.transpose(keras.ops.dot_product_attention(*qkv), (0, 2, 1, 3))  # (batch, heads, Tq, dv)
+        return _masked_attention(query, key, value)  # (..., Tq, dv)
     mask = tf.convert_to_tensor(mask)
     check_mask_dtype(mask.dtype == tf.bool)
-    check_mask_shape(mask.shape, (*query.shape[:-1], key.shape[-2]))
-    attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (batch, 1, Tq or 1, Tk)
+    leading = tf.broadcast_static_shape(query.shape[:-2], key.shape[:-2])
+    check_mask_shape(mask.shape, (*leading, query.shape[-2], key.shape[-2]))
+    attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
     row_open = tf.reduce_any(attend, axis=-1, keepdims=True)  # (..., Tq or 1, 1): False on fully blocked rows
-    bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (batch, heads, Tk)
+    bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (..., Tk)
     # Each guard runs only where needed (a tf.cond): zeroed rows, non-finite values.
     all_open, all_finite = tf.reduce_all(row_open), tf.logical_not(tf.reduce_any(bad_key))
-    bad_key_t = tf.transpose(bad_key, (0, 2, 1))[..., tf.newaxis]  # (batch, Tk, heads, 1)
-    qkv[2] = tf.cond(all_finite, lambda: qkv[2],  # a blocked key's NaN would reach every query: read as 0
-                     lambda: tf.where(bad_key_t, tf.zeros((), value.dtype), qkv[2]))
-    out = keras.ops.dot_product_attention(*qkv, mask=attend)  # (batch, Tq, heads, dv)
-    out = tf.transpose(out, (0, 2, 1, 3))  # (batch, heads, Tq, dv)
+    value = tf.cond(all_finite, lambda: value,  # a blocked key's NaN would reach every query: read as 0
+                    lambda: tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
+    out = _masked_attention(query, key, value, attend)  # (..., Tq, dv)
     out = tf.cond(all_open, lambda: out,  # fully blocked rows got the mean of the values: zero them
                   lambda: tf.where(row_open, out, tf.zeros((), out.dtype)))
 
@@ -161,7 +182,8 @@ def fused_attention(query, key, value, mask=None):
         poison = tf.reduce_any(attend & bad_key[..., tf.newaxis, :], axis=-1, keepdims=True)  # (..., Tq, 1)
         return tf.where(poison, tf.constant(math.nan, out.dtype), out)
 
-    return tf.cond(all_finite, lambda: out, poisoned)  # (batch, heads, Tq, dv)
+    return tf.cond(all_finite, lambda: out, poisoned)  # (..., Tq, dv)
+
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class MultiHeadAttention(Layer):

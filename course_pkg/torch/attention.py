@@ -136,8 +136,14 @@ def set_fused_attention(enabled):
 
 
 def fused_attention(query, key, value, mask=None):
-    """The output of :func:`scaled_dot_product_attention`, from the fused kernel
-    ``torch.nn.functional.scaled_dot_product_attention`` (no weights are formed).
+    """The output of :func:`scaled_dot_product_attention`, from the framework's attention
+    kernel (no weights are returned).
+
+    In PyTorch this is ``torch.nn.functional.scaled_dot_product_attention``, a fused kernel
+    that never forms the weights (flash or memory-efficient attention on GPUs, a fused
+    CPU kernel). The TensorFlow function composes what ``keras.ops.dot_product_attention``
+    computes on that backend, which has no fused kernel (see there). Under ``torch.compile``
+    the guards below run unconditionally, so the kernel compiles as one graph.
 
     Same mask and guarantees as :func:`scaled_dot_product_attention`: the course mask
     (1.0 = blocked) is turned into the kernel's boolean mask (``True`` = may attend); a
@@ -146,7 +152,9 @@ def fused_attention(query, key, value, mask=None):
     of a blocked key never reaches the output, and a query attending to such a key gets
     an all-NaN row. Equal to the explicit path to float rounding (the kernel scales the
     logits itself and accumulates in its own order); in float16/bfloat16 the kernel
-    chooses its accumulation precision.
+    chooses its accumulation precision. The guards (zeroed rows, non-finite values) run
+    only when a fully blocked row or a non-finite value is present, in eager mode on the
+    CPU; on accelerators they always run (asking would wait for the device).
 
     Raises:
         ValueError, TypeError: as :func:`scaled_dot_product_attention`.
