@@ -7,9 +7,17 @@ requested: ``F.scaled_dot_product_attention`` / ``keras.ops.dot_product_attentio
 with the explicit path forced by ``set_fused_attention(False)``. The two steps are timed in
 alternation, ROUNDS times, and the median step time of each is reported;
 speed-up = explicit / fused (higher is faster). TensorFlow steps run in a ``tf.function``,
-each traced under its own setting of the switch.
+each traced under its own setting of the switch. Times are CPU time of the process
+(``time.process_time``), less inflated than wall time on a shared machine.
+
+``--guard-cost`` times instead what the course's guards cost per training step (a fully
+blocked row gives zeros, never NaN; a NaN stored at a blocked key reaches no other query):
+each path as shipped against the same path with its guards removed (the bare kernel, or the
+bare masked softmax); cost = guarded / bare - 1. In torch the fused path is also timed with
+the guards always run (as on accelerators and under ``torch.compile``).
 
 Run:  python benchmarks/fused_attention.py [--framework torch|tensorflow|both] [--torch-threads N]
+      [--attention-only | --guard-cost]
 (on a busy 2-core machine, ``--torch-threads 1`` keeps torch's two threads from spinning
 against each other and against the other processes).
 """
@@ -136,6 +144,89 @@ def attention_steps(name):
     return make_step(False), make_step(True)
 
 
+def bare_kernels(name):
+    """The fused and explicit attention without the course's guards (same masks, same math
+    on rows that see at least one key): what the guards are measured against."""
+    if name == "torch":
+        import torch
+        import torch.nn.functional as F
+
+        def fused_bare(q, k, v, mask=None):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask == 0)
+
+        def explicit_bare(q, k, v, mask=None):
+            logits = torch.matmul(q / q.shape[-1] ** 0.5, k.transpose(-2, -1))  # (..., Tq, Tk)
+            if mask is not None:
+                logits = logits.masked_fill(mask != 0, torch.finfo(logits.dtype).min)
+            weights = torch.softmax(logits, dim=-1)
+            return torch.matmul(weights, v), weights
+        return fused_bare, explicit_bare
+    import tensorflow as tf
+
+    from course_pkg.tensorflow.attention import _masked_attention
+
+    def fused_bare_tf(q, k, v, mask=None):
+        return _masked_attention(q, k, v, None if mask is None else tf.equal(mask, 0))
+
+    def explicit_bare_tf(q, k, v, mask=None):
+        logits = tf.matmul(q / q.shape[-1] ** 0.5, k, transpose_b=True)  # (..., Tq, Tk)
+        if mask is not None:
+            logits = tf.where(tf.not_equal(mask, 0), tf.float32.min, logits)
+        weights = tf.nn.softmax(logits, axis=-1)
+        return tf.matmul(weights, v), weights
+    return fused_bare_tf, explicit_bare_tf
+
+
+def guard_cost(name, time_pair_args):
+    """Training-step time with the guards as shipped vs without them, for each path."""
+    import importlib
+
+    module = importlib.import_module(f"course_pkg.{name}.attention")
+    fused_bare, explicit_bare = bare_kernels(name)
+    shipped = {"fused_attention": module.fused_attention,
+               "scaled_dot_product_attention": module.scaled_dot_product_attention}
+
+    def steps_with(fused_on, **replace):
+        """A training step (fused or explicit) whose MultiHeadAttention calls ``replace``d kernels."""
+        for attr, fn in {**shipped, **replace}.items():
+            setattr(module, attr, fn)
+        try:
+            fused_step, explicit_step = (torch_steps if name == "torch" else tensorflow_steps)()
+            step = fused_step if fused_on else explicit_step
+            if name == "torch":  # eager: swap the kernels at each call
+                def swapped(step=step, replace=dict(shipped, **replace)):
+                    old = {attr: getattr(module, attr) for attr in replace}
+                    for attr, fn in replace.items():
+                        setattr(module, attr, fn)
+                    try:
+                        step()
+                    finally:
+                        for attr, fn in old.items():
+                            setattr(module, attr, fn)
+                return swapped
+            return step  # TensorFlow: traced with the kernels in place at trace time
+        finally:
+            for attr, fn in shipped.items():
+                setattr(module, attr, fn)
+
+    pairs = [("fused", steps_with(True), steps_with(True, fused_attention=fused_bare)),
+             ("explicit", steps_with(False),
+              steps_with(False, scaled_dot_product_attention=explicit_bare))]
+    if name == "torch":
+        def always(step=steps_with(True)):
+            old = module._GUARD_ONLY_WHEN_NEEDED_ON_CPU
+            module._GUARD_ONLY_WHEN_NEEDED_ON_CPU = False
+            try:
+                step()
+            finally:
+                module._GUARD_ONLY_WHEN_NEEDED_ON_CPU = old
+        pairs.append(("fused, guards always", always, steps_with(True, fused_attention=fused_bare)))
+    for label, guarded, bare in pairs:
+        guarded_s, bare_s = time_pair(guarded, bare, *time_pair_args)
+        print(f"{name:10s} {label:21s} guarded {guarded_s * 1e3:7.1f} ms | bare {bare_s * 1e3:7.1f} ms | "
+              f"guard cost {100 * (guarded_s / bare_s - 1):+.1f}% of a training step")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--framework", choices=["torch", "tensorflow", "both"], default="both")
@@ -143,6 +234,8 @@ def main():
                         help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--attention-only", action="store_true",
                         help="time one MultiHeadAttention forward + backward instead of a training step")
+    parser.add_argument("--guard-cost", action="store_true",
+                        help="time the guards (fully blocked rows, NaN at blocked keys) per training step")
     args = parser.parse_args()
     if args.torch_threads is not None and args.framework != "tensorflow":
         import torch
@@ -152,6 +245,9 @@ def main():
           f"layers {LAYERS}+{LAYERS}, vocab {VOCAB}; median of {ROUNDS} rounds x "
           f"{STEPS_PER_ROUND} steps, interleaved, {os.cpu_count()} CPUs")
     for name in (["torch", "tensorflow"] if args.framework == "both" else [args.framework]):
+        if args.guard_cost:
+            guard_cost(name, ())
+            continue
         if args.attention_only:
             fused_step, explicit_step = attention_steps(name)
         else:
