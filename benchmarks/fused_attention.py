@@ -234,6 +234,7 @@ def main():
                         help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--attention-only", action="store_true",
                         help="time one MultiHeadAttention forward + backward instead of a training step")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per variant")
     parser.add_argument("--guard-cost", action="store_true",
                         help="time the guards (fully blocked rows, NaN at blocked keys) per training step")
     args = parser.parse_args()
@@ -242,17 +243,18 @@ def main():
 
         torch.set_num_threads(args.torch_threads)
     print(f"config: batch {BATCH}, length {LENGTH}, d_model {D_MODEL}, heads {HEADS}, dff {DFF}, "
-          f"layers {LAYERS}+{LAYERS}, vocab {VOCAB}; median of {ROUNDS} rounds x "
-          f"{STEPS_PER_ROUND} steps, interleaved, {os.cpu_count()} CPUs")
+          f"layers {LAYERS}+{LAYERS}, vocab {VOCAB}; median of {args.rounds} rounds x "
+          f"{STEPS_PER_ROUND} steps, interleaved, cpu time, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
     for name in (["torch", "tensorflow"] if args.framework == "both" else [args.framework]):
         if args.guard_cost:
-            guard_cost(name, ())
+            guard_cost(name, ("cpu", args.rounds))
             continue
         if args.attention_only:
             fused_step, explicit_step = attention_steps(name)
         else:
             fused_step, explicit_step = (torch_steps if name == "torch" else tensorflow_steps)()
-        fused_s, explicit_s = time_pair(fused_step, explicit_step)
+        fused_s, explicit_s = time_pair(fused_step, explicit_step, "cpu", args.rounds)
         what = "attention fwd+bwd" if args.attention_only else "training step"
         print(f"{name:10s} {what}: fused {fused_s * 1e3:7.1f} ms | explicit {explicit_s * 1e3:7.1f} ms | "
               f"speed-up {explicit_s / fused_s:.2f}x")
