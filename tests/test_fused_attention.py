@@ -247,3 +247,17 @@ def test_fused_equals_the_frameworks_kernel(fw, mask_kind):
         theirs = keras.ops.dot_product_attention(q, k, v, mask=attend)
         theirs = np.transpose(fw.to_numpy(theirs), (0, 2, 1, 3))
     assert np.abs(ours - theirs).max() <= FUSED_ATOL
+
+
+def test_fused_with_large_finite_values_equals_explicit(fw, guards):
+    """Finite values whose sum overflows float32 (the torch CPU check asks with one sum): no
+    NaN, and the same output as the explicit path."""
+    shape = SHAPES[0]
+    q, k, v = qkv(shape)
+    v = (np.abs(v) + 1).astype(np.float32) * np.float32(1e37)  # finite, positive, their sum is not
+    mask = make_mask("combined", shape[0], shape[2], shape[3])
+    args = [fw.tensor(a) for a in (q, k, v)] + [fw.tensor(mask)]
+    ours = fw.to_numpy(fused(fw)(*args))
+    reference = fw.to_numpy(explicit(fw)(*args))
+    assert np.all(np.isfinite(ours))
+    np.testing.assert_allclose(ours, reference, rtol=1e-5)

@@ -174,15 +174,17 @@ def fused_attention(query, key, value, mask=None):
     check_mask_shape(mask.shape, logits_shape)
     attend = mask == 0  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
     row_open = attend.any(dim=-1, keepdim=True)  # (..., Tq or 1, 1): False on fully blocked rows
-    bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
     # In eager mode on the CPU each guard runs only where needed (asking costs little there);
     # on accelerators both always run, as asking would stop the host until the device answers,
     # and so they do under torch.compile, where asking (bool() of a tensor) would break the graph.
     ask = (query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
            and not torch.compiler.is_compiling())
     all_open = ask and bool(row_open.all())
-    all_finite = ask and not bool(bad_key.any())
+    # One float32 sum asks whether any value is NaN or inf (a sum that overflows to inf only
+    # takes the guarded path, which is exact for finite values too).
+    all_finite = ask and bool(torch.isfinite(value.detach().sum(dtype=torch.float32)))
     if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
+        bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
         value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device),
                             value)
     out = F.scaled_dot_product_attention(  # (..., Tq, dv)
