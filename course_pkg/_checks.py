@@ -223,6 +223,16 @@ def check_label_smoothing(label_smoothing) -> None:
         raise ValueError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
 
 
+PRECISIONS = ("fp32", "bf16", "fp16")  # Trainer(precision=...)
+
+
+def check_precision(precision) -> str:
+    """Raise ``ValueError`` unless ``precision`` is ``"fp32"``, ``"bf16"`` or ``"fp16"``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    return precision
+
+
 def check_loss_shapes(labels_shape: Shape, logits_shape: Shape) -> None:
     """Raise ``ValueError`` unless labels ``(batch, tgt_len)`` fit logits ``(batch, tgt_len, vocab)``."""
     labels_shape, logits_shape = tuple(labels_shape), tuple(logits_shape)

@@ -49,8 +49,24 @@ def test_framework_subpackages_export_api():
     names = ["create_padding_mask", "create_look_ahead_mask", "create_combined_mask",
              "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
              "scaled_dot_product_attention", "positional_encoding", "MultiHeadAttention",
+             "fused_attention", "set_fused_attention",
              "PositionalEmbedding", "FeedForward", "EncoderLayer", "DecoderLayer", "Encoder",
              "Decoder", "Transformer", "PatchEmbedding", "ViT", "vit_from_huggingface"]
     for mod in (ctf, cpt):
         missing = [n for n in names if not hasattr(mod, n)]
         assert not missing, f"{mod.__name__} lacks {missing}"
+
+
+def test_framework_subpackages_export_the_same_names_and_function_signatures():
+    """The two subpackages mirror each other: the same ``__all__``, and each function there
+    takes the same parameters (names, order, defaults) in both."""
+    import inspect
+
+    import course_pkg.tensorflow as ctf
+    import course_pkg.torch as cpt
+
+    assert ctf.__all__ == cpt.__all__
+    for name in cpt.__all__:
+        a, b = getattr(ctf, name), getattr(cpt, name)
+        if inspect.isfunction(a):
+            assert inspect.signature(a) == inspect.signature(b), name

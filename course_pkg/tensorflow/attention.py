@@ -14,6 +14,7 @@ import tensorflow as tf
 from .._checks import (
     check_batch,
     check_features,
+    check_flag,
     check_heads,
     check_mask_dtype,
     check_mask_shape,
@@ -95,6 +96,95 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
+_FUSED = {"enabled": True}
+
+
+def set_fused_attention(enabled):
+    """Let :class:`MultiHeadAttention` use the fused kernel when no weights are requested
+    (``True``, the default) or force the explicit path everywhere (``False``). Returns the
+    previous setting, so ``old = set_fused_attention(False); ...; set_fused_attention(old)``
+    compares both paths. Read when a layer is called (traced): a ``tf.function`` traced
+    before the change keeps the path it traced.
+    """
+    previous = _FUSED["enabled"]
+    _FUSED["enabled"] = check_flag("enabled", enabled)
+    return previous
+
+
+def _masked_attention(query, key, value, attend=None):
+    """softmax(Q Kᵀ / √d_k) V with ``attend`` (``True`` = may attend) as a where-select: the
+    computation of ``keras.ops.dot_product_attention`` on the TensorFlow backend, in the
+    course's (..., T, depth) layout, the query scaled first as in the explicit path.
+
+    Shape:
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv), attend broadcastable to
+        (..., Tq, Tk) -> (..., Tq, dv).
+    """
+    query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
+    logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # (..., Tq, Tk)
+    if attend is not None:
+        logits = tf.where(attend, logits, tf.float32.min)
+    weights = tf.cast(tf.nn.softmax(logits, axis=-1), value.dtype)  # (..., Tq, Tk), never returned
+    return tf.matmul(weights, value)  # (..., Tq, dv)
+
+
+def fused_attention(query, key, value, mask=None):
+    """The output of :func:`scaled_dot_product_attention`, from the framework's attention
+    kernel (no weights are returned).
+
+    On the TensorFlow backend ``keras.ops.dot_product_attention`` is not a fused kernel:
+    Keras composes it from ``einsum`` and ``softmax`` in the (batch, T, heads, depth) layout
+    (its ``flash_attention=True`` raises ``ValueError`` there), and the transposes to and
+    from that layout made it slower than the explicit path on a CPU. This function runs
+    the same composition in the course's layout, so it equals
+    ``keras.ops.dot_product_attention`` to float rounding (tested) and saves what the
+    explicit path adds for its weights; the PyTorch function calls a fused kernel. Under
+    ``tf.function(jit_compile=True)`` XLA fuses either path.
+
+    Same mask and guarantees as :func:`scaled_dot_product_attention`: the course mask
+    (1.0 = blocked) is turned into the kernel's boolean mask (``True`` = may attend); a
+    fully blocked row gives a zero output (the kernel would give the mean of the values:
+    such rows are zeroed after); a NaN or inf stored in the value of a blocked key never
+    reaches the output, and a query attending to such a key gets an all-NaN row. Equal to
+    the explicit path to float rounding; the softmax runs in float32 whatever the input
+    dtype. The guards (zeroed rows, non-finite values) run only when a fully blocked row
+    or a non-finite value is present (``tf.cond``, also inside a graph).
+
+    Raises:
+        ValueError, TypeError: as :func:`scaled_dot_product_attention`.
+
+    Shape:
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) -> output (..., Tq, dv).
+    """
+    query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
+    if not value.dtype.is_floating:
+        return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
+    check_matching_depth(query.shape, key.shape, value.shape)
+    check_same_dtype(query.dtype.name, key.dtype.name)
+    if mask is None:
+        return _masked_attention(query, key, value)  # (..., Tq, dv)
+    mask = tf.convert_to_tensor(mask)
+    check_mask_dtype(mask.dtype == tf.bool)
+    leading = tf.broadcast_static_shape(query.shape[:-2], key.shape[:-2])
+    check_mask_shape(mask.shape, (*leading, query.shape[-2], key.shape[-2]))
+    attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
+    row_open = tf.reduce_any(attend, axis=-1, keepdims=True)  # (..., Tq or 1, 1): False on fully blocked rows
+    bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (..., Tk)
+    # Each guard runs only where needed (a tf.cond): zeroed rows, non-finite values.
+    all_open, all_finite = tf.reduce_all(row_open), tf.logical_not(tf.reduce_any(bad_key))
+    value = tf.cond(all_finite, lambda: value,  # a blocked key's NaN would reach every query: read as 0
+                    lambda: tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
+    out = _masked_attention(query, key, value, attend)  # (..., Tq, dv)
+    out = tf.cond(all_open, lambda: out,  # fully blocked rows got the mean of the values: zero them
+                  lambda: tf.where(row_open, out, tf.zeros((), out.dtype)))
+
+    def poisoned():
+        poison = tf.reduce_any(attend & bad_key[..., tf.newaxis, :], axis=-1, keepdims=True)  # (..., Tq, 1)
+        return tf.where(poison, tf.constant(math.nan, out.dtype), out)
+
+    return tf.cond(all_finite, lambda: out, poisoned)  # (..., Tq, dv)
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
@@ -109,6 +199,13 @@ class MultiHeadAttention(Layer):
 
     Floating inputs of another dtype are cast to the layer's compute dtype
     (Keras does it); the torch layer refuses them with a ``TypeError``.
+
+    Call:
+        ``mha(query, key, value, mask=None, need_weights=True)`` returns
+        ``(output, attention_weights)`` from the explicit
+        :func:`scaled_dot_product_attention`. With ``need_weights=False`` it
+        returns ``(output, None)`` from the fused kernel (:func:`fused_attention`),
+        unless ``set_fused_attention(False)`` forces the explicit path.
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),
@@ -139,13 +236,13 @@ class MultiHeadAttention(Layer):
         x = tf.transpose(x, (0, 2, 1, 3))  # (batch, seq, heads, depth)
         return tf.reshape(x, (batch, seq, self.d_model))  # (batch, seq, d_model)
 
-    def call(self, query, key, value, mask=None, training=None):
+    def call(self, query, key, value, mask=None, need_weights=True, training=None):
         check_features(query.shape, self.d_model, "query")
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
-        return self.attend(query, k, v, mask)
+        return self.attend(query, k, v, mask, need_weights=need_weights)
 
     def project_kv(self, key, value):
         """Project and split keys and values: the part a decoding cache can keep.
@@ -157,8 +254,11 @@ class MultiHeadAttention(Layer):
         check_features(value.shape, self.d_model, "value")
         return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
 
-    def attend(self, query, k, v, mask=None):
+    def attend(self, query, k, v, mask=None, need_weights=True):
         """Attend from ``query`` to keys/values already projected by :meth:`project_kv`.
+
+        With ``need_weights=False`` the weights are ``None`` and the fused kernel runs
+        (see the class's Call section).
 
         Shape:
             query (batch, Tq, d_model), k and v (batch, heads, Tk, depth) ->
@@ -166,8 +266,11 @@ class MultiHeadAttention(Layer):
         """
         check_features(query.shape, self.d_model, "query")
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
-        return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
+        if need_weights or not _FUSED["enabled"]:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
+        else:
+            out, weights = fused_attention(q, k, v, mask), None  # (batch, heads, Tq, depth)
+        return self.wo(self.combine_heads(out)), (weights if need_weights else None)  # (batch, Tq, d_model)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

@@ -124,6 +124,9 @@ class BERT(Model):
                                    training=training)  # (batch, seq, d_model)
         maps = []
         for block in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = block(x, mask=mask, training=training)
+                continue
             x, weights = block(x, mask=mask, return_attention=True,
                                training=training)  # weights: (batch, heads, seq, seq)
             maps.append(weights)

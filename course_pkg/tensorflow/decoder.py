@@ -92,7 +92,7 @@ class DecoderLayer(Layer):
         self._check_enc_output(enc_output)
         # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
         h = self.norm1(x) if self.norm_first else x  # (batch, tgt_len, d_model)
-        attn, self_weights = self.self_attn(h, h, h, mask=look_ahead_mask,
+        attn, self_weights = self.self_attn(h, h, h, mask=look_ahead_mask, need_weights=return_attention,
                                             training=training)  # (batch, tgt_len, d_model)
         out = self.dropout1(attn, training=training)
         x = x + out if self.norm_first else self.norm1(x + out)
@@ -100,7 +100,7 @@ class DecoderLayer(Layer):
         if self.cross_attention:  # queries from the decoder, keys and values from the encoder
             h = self.norm2(x) if self.norm_first else x
             attn, cross_weights = self.cross_attn(h, enc_output, enc_output, mask=padding_mask,
-                                                  training=training)
+                                                  need_weights=return_attention, training=training)
             out = self.dropout2(attn, training=training)
             x = x + out if self.norm_first else self.norm2(x + out)
         h = self.norm3(x) if self.norm_first else x
@@ -126,12 +126,13 @@ class DecoderLayer(Layer):
         k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
         k = tf.concat([cache["self_k"], k], axis=2)  # (batch, heads, past + new, depth)
         v = tf.concat([cache["self_v"], v], axis=2)  # (batch, heads, past + new, depth)
-        attn, _ = self.self_attn.attend(h, k, v, look_ahead_mask)  # (batch, new, d_model)
+        attn, _ = self.self_attn.attend(h, k, v, look_ahead_mask, need_weights=False)  # (batch, new, d_model)
         out = self.dropout1(attn, training=training)
         x = x + out if self.norm_first else self.norm1(x + out)
         if self.cross_attention:
             h = self.norm2(x) if self.norm_first else x
-            attn, _ = self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask)
+            attn, _ = self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask,
+                                             need_weights=False)
             out = self.dropout2(attn, training=training)
             x = x + out if self.norm_first else self.norm2(x + out)
         h = self.norm3(x) if self.norm_first else x
@@ -203,6 +204,10 @@ class Decoder(Layer):
         x = self.embedding_dropout(self.embedding(tokens), training=training)  # (batch, tgt_len, d_model)
         self_maps, cross_maps = [], []
         for layer in self.layers:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = layer(x, enc_output, look_ahead_mask=look_ahead_mask, padding_mask=padding_mask,
+                          training=training)
+                continue
             x, self_weights, cross_weights = layer(
                 x, enc_output, look_ahead_mask=look_ahead_mask, padding_mask=padding_mask,
                 return_attention=True, training=training

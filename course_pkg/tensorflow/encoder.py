@@ -68,7 +68,7 @@ class EncoderLayer(Layer):
     def call(self, x, mask=None, return_attention=False, training=None):
         # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
         h = self.norm1(x) if self.norm_first else x  # (batch, seq, d_model)
-        attn, weights = self.self_attn(h, h, h, mask=mask,
+        attn, weights = self.self_attn(h, h, h, mask=mask, need_weights=return_attention,
                                        training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
         attn = self.dropout1(attn, training=training)
         x = x + attn if self.norm_first else self.norm1(x + attn)  # (batch, seq, d_model)
@@ -132,6 +132,9 @@ class Encoder(Layer):
         x = self.embedding_dropout(self.embedding(tokens), training=training)  # (batch, seq, d_model)
         maps = []
         for layer in self.layers:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = layer(x, mask=mask, training=training)
+                continue
             x, weights = layer(x, mask=mask, return_attention=True,
                                training=training)  # weights: (batch, heads, seq, seq)
             maps.append(weights)

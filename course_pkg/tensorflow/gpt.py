@@ -147,6 +147,9 @@ class GPT(Model):
         mask = tf.maximum(look_ahead, pad[:, tf.newaxis, tf.newaxis, :])  # (batch, 1, seq, seq)
         maps = []
         for block in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = block(x, None, look_ahead_mask=mask, training=training)
+                continue
             x, weights, _ = block(x, None, look_ahead_mask=mask, return_attention=True, training=training)
             maps.append(weights)  # (batch, heads, seq, seq)
         logits = self._logits(self.final_norm(x))  # (batch, seq, vocab)

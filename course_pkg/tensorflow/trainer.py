@@ -34,6 +34,7 @@ from .._checks import (
     check_label_range,
     check_label_smoothing,
     check_length,
+    check_precision,
     check_token_dtype,
     check_token_range,
     check_token_rank,
@@ -74,17 +75,29 @@ class Trainer:
             as it is; pass ``seed=...`` to seed it (``keras.utils.set_random_seed``).
             Keras fixes dropout's random streams when it builds the model: seed
             before building it, for the same initial weights and dropout masks.
+        precision: ``"fp32"`` (the default), ``"bf16"`` or ``"fp16"``. Keras fixes
+            a layer's compute dtype when the layer is made, by its dtype policy:
+            build the model with ``dtype="mixed_bfloat16"`` (``"mixed_float16"``)
+            for ``"bf16"`` (``"fp16"``); the weights stay in float32 and the loss
+            is computed in float32. ``"fp16"`` wraps the optimizer in a
+            ``keras.optimizers.LossScaleOptimizer`` against gradients that underflow.
 
     Attributes:
-        model, optimizer, schedule, label_smoothing, pad_id. Read-only:
+        model, optimizer, schedule, label_smoothing, pad_id, precision. Read-only:
         ``device``, where the model's weights live; ``step``, the number of
         training steps taken (saved and restored with the checkpoints);
         ``learning_rate``, that of the next step.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=None):
+                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32"):
         check_label_smoothing(label_smoothing)
+        self.precision = check_precision(precision)
+        policy = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[precision]
+        if model.dtype_policy.name != policy:
+            raise ValueError(f"precision={precision!r} needs a model built with dtype={policy!r} "
+                             f"(Keras fixes a layer's dtype policy when it is made); this model's policy "
+                             f"is {model.dtype_policy.name!r}")
         if seed is not None:
             keras.utils.set_random_seed(seed)
         self.model = model
@@ -98,6 +111,8 @@ class Trainer:
                 raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
                                  "(the width the Noam schedule scales by) or an optimizer")
             optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps)
+        if precision == "fp16" and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         self.optimizer, self.schedule = optimizer, schedule
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
         self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -162,15 +177,17 @@ class Trainer:
     def _train_graph(self, src, tgt_in, tgt_out):
         with tf.GradientTape() as tape:
             logits = self.model(src, tgt_in, training=True)  # (batch, tgt_len, vocab)
+            logits = tf.cast(logits, tf.float32)  # the loss in float32 (a no-op in fp32)
             loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
+            scaled = self.optimizer.scale_loss(loss) if self.precision == "fp16" else loss
         variables = self.model.trainable_variables
-        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        self.optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))  # unscaled there
         self._step.assign_add(1)
         return loss, masked_accuracy(tgt_out, logits, self.pad_id)
 
     def _evaluate_graph(self, src, tgt_in, tgt_out):
         logits = self.model(src, tgt_in, training=False)  # (batch, tgt_len, vocab)
-        return _masked_sums(tgt_out, logits, self.pad_id, self.label_smoothing)
+        return _masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id, self.label_smoothing)
 
     def train_step(self, src, tgt_in, tgt_out):
         """One optimizer step on one batch (dropout on).

@@ -75,6 +75,11 @@ class Transformer(Model):
         check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
         tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
+        if not return_attention:  # no weights formed: the fused kernel
+            enc_output = self.encoder(src_tokens, mask=src_mask, training=training)
+            dec_output = self.decoder(tgt_tokens, enc_output, look_ahead_mask=tgt_mask, padding_mask=src_mask,
+                                      training=training)  # (batch, tgt_len, d_model)
+            return self.final_layer(dec_output)  # (batch, tgt_len, target_vocab_size)
         enc_output, enc_maps = self.encoder(src_tokens, mask=src_mask, return_attention=True,
                                            training=training)
         dec_output, self_maps, cross_maps = self.decoder(
@@ -82,8 +87,6 @@ class Transformer(Model):
             return_attention=True, training=training
         )  # (batch, tgt_len, d_model)
         logits = self.final_layer(dec_output)  # (batch, tgt_len, target_vocab_size)
-        if not return_attention:
-            return logits
         return logits, {"encoder_self": enc_maps, "decoder_self": self_maps,
                         "decoder_cross": cross_maps}
 

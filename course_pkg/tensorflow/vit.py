@@ -184,6 +184,9 @@ class ViT(Model):
         x = self.embedding_dropout(self.position_embedding(x), training=training)  # (batch, tokens, d_model)
         maps = []
         for layer in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = layer(x, training=training)
+                continue
             x, weights = layer(x, return_attention=True,
                                training=training)  # weights: (batch, heads, tokens, tokens)
             maps.append(weights)
@@ -191,7 +194,8 @@ class ViT(Model):
         return (x, maps) if return_attention else x
 
     def call(self, images, return_attention=False, training=None):
-        x, maps = self.features(images, return_attention=True, training=training)  # (batch, tokens, d_model)
+        x, maps = (self.features(images, return_attention=True, training=training) if return_attention
+                   else (self.features(images, training=training), None))  # (batch, tokens, d_model)
         pooled = x[:, 0] if self.pooling == "cls" else tf.reduce_mean(x, axis=1)  # (batch, d_model)
         out = self.head(pooled) if self.head is not None else pooled  # (batch, num_classes)
         return (out, maps) if return_attention else out

@@ -4,7 +4,12 @@ Same names, signatures and numbers as :mod:`course_pkg.tensorflow`. Imports
 PyTorch only.
 """
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import (
+    MultiHeadAttention,
+    fused_attention,
+    scaled_dot_product_attention,
+    set_fused_attention,
+)
 from .bert import BERT, bert_from_huggingface
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
@@ -43,6 +48,8 @@ __all__ = [
     "to_attend_mask", "to_blocked_mask", "from_attend_mask", "from_blocked_mask",
     # The Transformer, one class per component of the paper.
     "scaled_dot_product_attention", "MultiHeadAttention",
+    # The fused kernel behind MultiHeadAttention(need_weights=False), and its switch.
+    "fused_attention", "set_fused_attention",
     "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
     # The model families (chapter 7): encoder-only BERT, decoder-only GPT, a classification head,

@@ -9,10 +9,12 @@ of queries and keys, ``dv`` that of values; ``d_model`` the model width,
 import math
 
 import torch
+import torch.nn.functional as F
 
 from .._checks import (
     check_batch,
     check_features,
+    check_flag,
     check_heads,
     check_input_dtype,
     check_mask_dtype,
@@ -118,6 +120,82 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
+_FUSED = {"enabled": True}
+_GUARD_ONLY_WHEN_NEEDED_ON_CPU = True  # False: the accelerators' always-guarded path (the tests use it)
+
+
+def set_fused_attention(enabled):
+    """Let :class:`MultiHeadAttention` use the fused kernel when no weights are requested
+    (``True``, the default) or force the explicit path everywhere (``False``). Returns the
+    previous setting, so ``old = set_fused_attention(False); ...; set_fused_attention(old)``
+    compares both paths.
+    """
+    previous = _FUSED["enabled"]
+    _FUSED["enabled"] = check_flag("enabled", enabled)
+    return previous
+
+
+def fused_attention(query, key, value, mask=None):
+    """The output of :func:`scaled_dot_product_attention`, from the framework's attention
+    kernel (no weights are returned).
+
+    In PyTorch this is ``torch.nn.functional.scaled_dot_product_attention``, a fused kernel
+    that never forms the weights (flash or memory-efficient attention on GPUs, a fused
+    CPU kernel). The TensorFlow function composes what ``keras.ops.dot_product_attention``
+    computes on that backend, which has no fused kernel (see there). Under ``torch.compile``
+    the guards below run unconditionally, so the kernel compiles as one graph.
+
+    Same mask and guarantees as :func:`scaled_dot_product_attention`: the course mask
+    (1.0 = blocked) is turned into the kernel's boolean mask (``True`` = may attend); a
+    fully blocked row gives a zero output (the kernel would give NaN: such rows attend
+    everywhere inside the kernel and are zeroed after); a NaN or inf stored in the value
+    of a blocked key never reaches the output, and a query attending to such a key gets
+    an all-NaN row. Equal to the explicit path to float rounding (the kernel scales the
+    logits itself and accumulates in its own order); in float16/bfloat16 the kernel
+    chooses its accumulation precision. The guards (zeroed rows, non-finite values) run
+    only when a fully blocked row or a non-finite value is present, in eager mode on the
+    CPU; on accelerators they always run (asking would wait for the device).
+
+    Raises:
+        ValueError, TypeError: as :func:`scaled_dot_product_attention`.
+
+    Shape:
+        query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) -> output (..., Tq, dv).
+    """
+    if not value.is_floating_point():
+        return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
+    check_matching_depth(query.shape, key.shape, value.shape)
+    check_same_dtype(_dtype_name(query.dtype), _dtype_name(key.dtype))
+    if mask is None:
+        return F.scaled_dot_product_attention(query, key, value)  # (..., Tq, dv)
+    mask = torch.as_tensor(mask, device=query.device)
+    check_mask_dtype(mask.dtype == torch.bool)
+    logits_shape = (*torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]), query.shape[-2], key.shape[-2])
+    check_mask_shape(mask.shape, logits_shape)
+    attend = mask == 0  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
+    row_open = attend.any(dim=-1, keepdim=True)  # (..., Tq or 1, 1): False on fully blocked rows
+    # In eager mode on the CPU each guard runs only where needed (asking costs little there);
+    # on accelerators both always run, as asking would stop the host until the device answers,
+    # and so they do under torch.compile, where asking (bool() of a tensor) would break the graph.
+    ask = (query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
+           and not torch.compiler.is_compiling())
+    all_open = ask and bool(row_open.all())
+    # One float32 sum asks whether any value is NaN or inf (a sum that overflows to inf only
+    # takes the guarded path, which is exact for finite values too).
+    all_finite = ask and bool(torch.isfinite(value.detach().sum(dtype=torch.float32)))
+    if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
+        bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
+        value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device),
+                            value)
+    out = F.scaled_dot_product_attention(  # (..., Tq, dv)
+        query, key, value, attn_mask=attend if all_open else attend | ~row_open)
+    if not all_open:  # fully blocked rows attended everywhere in the kernel: zero them
+        out = torch.where(row_open, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    if all_finite:
+        return out
+    poison = (attend & bad_key[..., None, :]).any(dim=-1, keepdim=True)  # (..., Tq, 1): attends to a bad key
+    return torch.where(poison, torch.full((), math.nan, dtype=out.dtype, device=out.device), out)
+
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
 
@@ -133,6 +211,13 @@ class MultiHeadAttention(Layer):
         TypeError: on call, a query, key or value whose dtype differs from that
             of the layer's weights (outside ``torch.autocast``). The TensorFlow
             layer casts floating inputs to its compute dtype instead (Keras).
+
+    Call:
+        ``mha(query, key, value, mask=None, need_weights=True)`` returns
+        ``(output, attention_weights)`` from the explicit
+        :func:`scaled_dot_product_attention`. With ``need_weights=False`` it
+        returns ``(output, None)`` from the fused kernel (:func:`fused_attention`),
+        unless ``set_fused_attention(False)`` forces the explicit path.
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),
@@ -162,14 +247,14 @@ class MultiHeadAttention(Layer):
         x = x.transpose(1, 2)  # (batch, seq, heads, depth)
         return x.reshape(batch, seq, self.d_model)  # (batch, seq, d_model)
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, key, value, mask=None, need_weights=True):
         check_features(query.shape, self.d_model, "query")
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
         _check_input_dtypes(self, query=query, key=key, value=value)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
-        return self.attend(query, k, v, mask)
+        return self.attend(query, k, v, mask, need_weights=need_weights)
 
     def project_kv(self, key, value):
         """Project and split keys and values: the part a decoding cache can keep.
@@ -182,8 +267,11 @@ class MultiHeadAttention(Layer):
         _check_input_dtypes(self, key=key, value=value)
         return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
 
-    def attend(self, query, k, v, mask=None):
+    def attend(self, query, k, v, mask=None, need_weights=True):
         """Attend from ``query`` to keys/values already projected by :meth:`project_kv`.
+
+        With ``need_weights=False`` the weights are ``None`` and the fused kernel runs
+        (see the class's Call section).
 
         Shape:
             query (batch, Tq, d_model), k and v (batch, heads, Tk, depth) ->
@@ -192,8 +280,11 @@ class MultiHeadAttention(Layer):
         check_features(query.shape, self.d_model, "query")
         _check_input_dtypes(self, query=query)
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
-        return self.wo(self.combine_heads(out)), weights  # (batch, Tq, d_model)
+        if need_weights or not _FUSED["enabled"]:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
+        else:
+            out, weights = fused_attention(q, k, v, mask), None  # (batch, heads, Tq, depth)
+        return self.wo(self.combine_heads(out)), (weights if need_weights else None)  # (batch, Tq, d_model)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

@@ -119,6 +119,9 @@ class BERT(Model):
         x = self.embedding_dropout(self.embedding_norm(self.position_embedding(x)))  # (batch, seq, d_model)
         maps = []
         for block in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = block(x, mask=mask)
+                continue
             x, weights = block(x, mask=mask, return_attention=True)  # weights: (batch, heads, seq, seq)
             maps.append(weights)
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (batch, d_model): the [CLS] state

@@ -64,7 +64,9 @@ class EncoderLayer(Layer):
     def forward(self, x, mask=None, return_attention=False):
         # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
         h = self.norm1(x) if self.norm_first else x  # (batch, seq, d_model)
-        attn, weights = self.self_attn(h, h, h, mask=mask)  # (batch, seq, d_model), (batch, heads, seq, seq)
+        attn, weights = self.self_attn(  # (batch, seq, d_model), (batch, heads, seq, seq) or None
+            h, h, h, mask=mask,
+            need_weights=return_attention)
         attn = self.dropout1(attn)
         x = x + attn if self.norm_first else self.norm1(x + attn)  # (batch, seq, d_model)
         h = self.norm2(x) if self.norm_first else x
@@ -122,6 +124,9 @@ class Encoder(Layer):
         x = self.embedding_dropout(self.embedding(tokens))  # (batch, seq, d_model)
         maps = []
         for layer in self.layers:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = layer(x, mask=mask)
+                continue
             x, weights = layer(x, mask=mask, return_attention=True)  # weights: (batch, heads, seq, seq)
             maps.append(weights)
         if self.final_norm is not None:

@@ -135,6 +135,9 @@ class GPT(Model):
         mask = torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq, seq)
         maps = []
         for block in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = block(x, None, look_ahead_mask=mask)
+                continue
             x, weights, _ = block(x, None, look_ahead_mask=mask, return_attention=True)
             maps.append(weights)  # (batch, heads, seq, seq)
         logits = self._logits(self.final_norm(x))  # (batch, seq, vocab)

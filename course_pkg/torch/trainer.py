@@ -25,7 +25,13 @@ import warnings
 
 import torch
 
-from .._checks import check_checkpoint_info, check_label_smoothing, check_token_dtype, check_token_rank
+from .._checks import (
+    check_checkpoint_info,
+    check_label_smoothing,
+    check_precision,
+    check_token_dtype,
+    check_token_rank,
+)
 from .._files import atomic_open
 from .._training import (
     CHECKPOINT_FORMAT,
@@ -61,17 +67,23 @@ class Trainer:
             as it is; pass ``seed=...`` to seed it (``torch.manual_seed``) for
             dropout. Seed it before building the model too, for the same
             initial weights.
+        precision: ``"fp32"`` (the default), ``"bf16"`` or ``"fp16"``: the
+            forward passes of training and evaluation run under
+            ``torch.autocast`` in that dtype (the weights, the optimizer and the
+            loss stay in float32); ``"fp16"`` adds a ``torch.amp.GradScaler``
+            against gradients that underflow.
 
     Attributes:
-        model, optimizer, schedule, label_smoothing, pad_id. Read-only:
+        model, optimizer, schedule, label_smoothing, pad_id, precision. Read-only:
         ``device``, where the model's weights live; ``step``, the number of
         training steps taken (saved and restored with the checkpoints);
         ``learning_rate``, that of the next step.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=None):
+                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32"):
         check_label_smoothing(label_smoothing)
+        self.precision = check_precision(precision)
         if seed is not None:
             torch.manual_seed(seed)
         self.model = model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
@@ -88,6 +100,7 @@ class Trainer:
         self.optimizer, self.schedule = optimizer, schedule
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
         self._step = 0
+        self._scaler = torch.amp.GradScaler(self.device.type, enabled=precision == "fp16")
 
     @property
     def step(self):
@@ -104,6 +117,11 @@ class Trainer:
     def learning_rate(self):
         """The learning rate of the next step, a Python float."""
         return float(self.optimizer.param_groups[0]["lr"])
+
+    def _autocast(self):
+        """The ``torch.autocast`` context of ``precision`` (disabled for ``"fp32"``)."""
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
 
     def _tokens(self, tokens):
         tokens = _token_ids(tokens)
@@ -134,11 +152,14 @@ class Trainer:
         """
         src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
         self.model.train()
-        logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
+        with self._autocast():
+            logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
+        logits = logits.float()  # the loss in float32 (a no-op in fp32)
         loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        self._scaler.scale(loss).backward()  # scale and step are plain backward and step unless fp16
+        self._scaler.step(self.optimizer)
+        self._scaler.update()
         if self.schedule is not None:
             self.schedule.step()
         self._step += 1
@@ -164,8 +185,9 @@ class Trainer:
             with torch.no_grad():
                 for src, tgt_in, tgt_out in batches:
                     src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
-                    logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
-                    sums = _masked_sums(tgt_out, logits, self.pad_id, self.label_smoothing)
+                    with self._autocast():
+                        logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
+                    sums = _masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
                     totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
         finally:
             self.model.train(was_training)

@@ -175,13 +175,17 @@ class ViT(Model):
         x = self.embedding_dropout(self.position_embedding(x))  # (batch, tokens, d_model)
         maps = []
         for layer in self.blocks:
+            if not return_attention:  # no weights formed: the fused kernel
+                x = layer(x)
+                continue
             x, weights = layer(x, return_attention=True)  # weights: (batch, heads, tokens, tokens)
             maps.append(weights)
         x = self.final_norm(x)  # (batch, tokens, d_model)
         return (x, maps) if return_attention else x
 
     def forward(self, images, return_attention=False):
-        x, maps = self.features(images, return_attention=True)  # (batch, tokens, d_model)
+        x, maps = (self.features(images, return_attention=True) if return_attention
+                   else (self.features(images), None))  # (batch, tokens, d_model)
         pooled = x[:, 0] if self.pooling == "cls" else x.mean(dim=1)  # (batch, d_model)
         out = self.head(pooled) if self.head is not None else pooled  # (batch, num_classes)
         return (out, maps) if return_attention else out
