@@ -1,0 +1,77 @@
+"""The distributed half of tests/test_trainer_distributed.py, run in a subprocess.
+
+``python tests/distributed_worker.py FRAMEWORK WORLD OUTDIR``: with WORLD
+processes (torch: gloo, spawned here) or WORLD logical CPU devices under a
+``MirroredStrategy`` (TensorFlow), it writes to OUTDIR
+
+* ``one_step.npz``: the weights after one training step on batch 0;
+* ``resumed.npz`` and checkpoint ``mid``: restored from checkpoint ``start``
+  (written by the test in one process), three steps of ``fit`` on batches 3..5,
+  then the step count, the learning rate and the weights.
+
+A separate process: the process group (torch) or the logical devices (TensorFlow)
+must not leak into the other tests.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
+
+from training_helpers import copy_batches, fw_batches, model_weights, tiny_trainer  # noqa: E402
+
+BATCHES = copy_batches(9)  # the test's batches: same seed
+
+
+def run(fw, outdir):
+    """Both scenarios, on the trainers of the distributed setting this process is in."""
+    batches = fw_batches(fw, BATCHES)
+    trainer = tiny_trainer(fw)
+    trainer.train_step(*batches[0])
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
+    trainer = tiny_trainer(fw)
+    trainer.restore(os.path.join(outdir, "start"))
+    history = trainer.fit(batches[3:6], progress=False, checkpoint_path=os.path.join(outdir, "mid"))
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "resumed.npz"), step=trainer.step, lr=trainer.learning_rate,
+                 loss=history["loss"][-1], replicas=trainer.num_replicas, **model_weights(trainer.model))
+
+
+def torch_process(rank, world, outdir):
+    import torch
+    import torch.distributed as dist
+    from helpers import get_adapter
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(outdir, "rendezvous"),
+                            rank=rank, world_size=world)
+    try:
+        run(get_adapter("torch"), outdir)
+    finally:
+        dist.destroy_process_group()
+
+
+def main(framework, world, outdir):
+    world = int(world)
+    if framework == "torch":
+        import torch.multiprocessing as mp
+
+        mp.spawn(torch_process, args=(world, outdir), nprocs=world)
+        return
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * world)
+    from helpers import get_adapter
+
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])
+    with strategy.scope():
+        run(get_adapter("tensorflow"), outdir)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
