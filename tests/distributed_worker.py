@@ -6,8 +6,9 @@ processes (torch: gloo, spawned here) or WORLD logical CPU devices under a
 
 * ``one_step.npz``: the weights after one training step on batch 0;
 * ``resumed.npz`` and checkpoint ``mid``: restored from checkpoint ``start``
-  (written by the test in one process), three steps of ``fit`` on batches 3..5,
-  then the step count, the learning rate and the weights.
+  (written by the test in one process), three steps of ``fit`` on batches 3..5
+  (validated on batches 6 and 7), then the step count, the learning rate, the
+  last logs and the weights.
 
 A separate process: the process group (torch) or the logical devices (TensorFlow)
 must not leak into the other tests.
@@ -35,10 +36,13 @@ def run(fw, outdir):
         np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
     trainer = tiny_trainer(fw)
     trainer.restore(os.path.join(outdir, "start"))
-    history = trainer.fit(batches[3:6], progress=False, checkpoint_path=os.path.join(outdir, "mid"))
+    history = trainer.fit(batches[3:6], valid_batches=batches[6:8], progress=False, time_budget=3600,
+                          checkpoint_path=os.path.join(outdir, "mid"))  # the budget: all processes agree
     if trainer.is_chief:
         np.savez(os.path.join(outdir, "resumed.npz"), step=trainer.step, lr=trainer.learning_rate,
-                 loss=history["loss"][-1], replicas=trainer.num_replicas, **model_weights(trainer.model))
+                 loss=history["loss"][-1], val_loss=history["val_loss"][-1],
+                 val_accuracy=history["val_accuracy"][-1], replicas=trainer.num_replicas,
+                 **model_weights(trainer.model))
 
 
 def torch_process(rank, world, outdir):
