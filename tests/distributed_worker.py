@@ -22,7 +22,7 @@ import numpy as np
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
 
-from training_helpers import copy_batches, fw_batches, model_weights, tiny_trainer  # noqa: E402
+from training_helpers import copy_batches, fw_batches, model_weights, tiny_model, tiny_trainer  # noqa: E402
 
 BATCHES = copy_batches(9)  # the test's batches: same seed
 
@@ -72,9 +72,16 @@ def main(framework, world, outdir):
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * world)
     from helpers import get_adapter
 
-    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])
+    fw = get_adapter("tensorflow")
+    strategy = fw.cp.init_distributed([f"/cpu:{i}" for i in range(world)])
+    outside = tiny_model(fw)  # built outside the scope: the Trainer made inside it refuses it
     with strategy.scope():
-        run(get_adapter("tensorflow"), outdir)
+        try:
+            fw.cp.Trainer(outside)
+        except ValueError as err:
+            with open(os.path.join(outdir, "refused.txt"), "w") as file:
+                file.write(str(err))
+        run(fw, outdir)
 
 
 if __name__ == "__main__":

@@ -105,3 +105,8 @@ def logits_difference(fw, got, want):
         interop.set_weights(model, {k: weights[k] for k in want})
         logits.append(fw.call(model, src, tgt_in))
     return np.abs(logits[0] - logits[1]).max()
+
+
+def test_tf_refuses_a_model_built_outside_the_strategy_scope(tf_fw, distributed_runs):
+    with open(os.path.join(distributed_runs(tf_fw), "refused.txt")) as file:
+        assert "build the model inside the same" in file.read()
