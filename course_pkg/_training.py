@@ -82,7 +82,9 @@ def frozen_gc():
 def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budget, progress,
              checkpoint_path):
     """The body of both frameworks' ``Trainer.fit`` (see there): ``trainer`` brings ``train_step``,
-    ``evaluate``, ``save`` and ``step``; this loop brings the budgets, the progress bar and the history."""
+    ``evaluate``, ``save``, ``step``, ``is_chief`` (which process shows the bar) and ``_any_process``
+    (a flag or-ed over the processes, for the time budget); this loop brings the budgets, the progress
+    bar and the history."""
     check_positive(epochs=epochs)
     check_budget(max_steps, time_budget)
     check_reiterable(train_batches, epochs, "train_batches")
@@ -90,7 +92,7 @@ def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budg
         check_reiterable(valid_batches, epochs, "valid_batches")
     history = {key: [] for key in HISTORY_KEYS}
     start, steps, stop = time.perf_counter(), 0, False
-    bar = progress_bar(progress, train_batches, epochs, max_steps)
+    bar = progress_bar(progress and trainer.is_chief, train_batches, epochs, max_steps)
     with frozen_gc():
         try:
             for epoch in range(epochs):
@@ -105,8 +107,9 @@ def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budg
                              "accuracy": f"{accuracy_sum / epoch_steps:.4f}"}
                     bar.set_postfix(shown, refresh=False)
                     bar.update(1)
-                    stop = ((max_steps is not None and steps >= max_steps) or
-                            (time_budget is not None and time.perf_counter() - start >= time_budget))
+                    stop = max_steps is not None and steps >= max_steps
+                    if time_budget is not None and not stop:  # every process stops at the same step
+                        stop = trainer._any_process(time.perf_counter() - start >= time_budget)
                     if stop:
                         break
                 if epoch_steps == 0:

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from course_pkg import book
+from course_pkg.exercises.notebooks import APPENDICES
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -64,8 +65,9 @@ def toc_files(toc_path=ROOT / "_toc.yml"):
     return files
 
 
-def test_there_are_eight_chapter_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_"]
+def test_there_are_eight_chapter_notebooks_and_the_appendix():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_"]
+    assert NOTEBOOKS[-1].stem in APPENDICES  # no graded exercises: the exercises' tests leave it out
 
 
 def test_first_code_cell_is_the_setup_cell():

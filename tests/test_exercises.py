@@ -23,6 +23,7 @@ from course_pkg import reference as ref
 from course_pkg.exercises import catalog
 from course_pkg.exercises.__main__ import main as cli
 from course_pkg.exercises.notebooks import (
+    APPENDICES,
     BEGIN,
     END,
     ExerciseError,
@@ -77,6 +78,20 @@ def test_every_chapter_has_three_checked_exercises():
     assert [p.stem for p in CHAPTERS] == sorted({e.chapter for e in exercises.EXERCISES})
     for path in CHAPTERS:
         assert len(exercises.for_chapter(path.stem)) >= 3, path.stem
+
+
+def test_appendices_are_exempt_from_exercises_explicitly():
+    """An appendix is a numbered notebook of the book without graded exercises: listed in
+    APPENDICES, left out of find_chapters (so of build, grading and the tests above), with no
+    exercise in the catalog and no Exercises section."""
+    assert APPENDICES
+    for stem in APPENDICES:
+        path = BOOK / f"{stem}.ipynb"
+        assert path.exists() and path not in CHAPTERS
+        assert not exercises.for_chapter(stem)
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        assert not any("exercises" in c["metadata"].get("tags", []) or "exercise" in c["metadata"]
+                       for c in cells)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])

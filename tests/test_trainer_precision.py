@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from training_helpers import copy_batches, fw_batches, one_torch_thread, tiny_model
+from training_helpers import copy_batches, fw_batches, model_weights, one_torch_thread, tiny_model
 
 LOSS_TOLERANCE = 0.02  # absolute, on losses near 2.5 (< 1%); measured: at most about 7e-3 (TF bf16)
 POLICIES = {"fp32": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # Keras dtype policies
@@ -37,3 +37,67 @@ def test_precision_is_checked(fw):
 def test_tf_precision_needs_the_matching_dtype_policy(tf_fw):
     with pytest.raises(ValueError, match="mixed_bfloat16"):
         tf_fw.cp.Trainer(tiny_model(tf_fw), precision="bf16")
+
+
+def fp16_trainer(fw):
+    """A fresh fp16 Trainer of the tiny model (4 warm-up steps, seed 0)."""
+    model = tiny_model(fw, **({"dtype": "mixed_float16"} if fw.name == "tensorflow" else {}))
+    return fw.cp.Trainer(model, warmup_steps=4, seed=0, precision="fp16")
+
+
+def set_loss_scale(trainer, scale):
+    """Set the fp16 trainer's loss scale (after its first step: torch makes its scaler's state then)."""
+    if hasattr(trainer, "_scaler"):
+        trainer._scaler.update(float(scale))  # GradScaler.update(new_scale): the public way to set it
+    else:
+        trainer.optimizer.dynamic_scale.assign(float(scale))
+    assert trainer.loss_scale == scale
+
+
+def test_a_skipped_fp16_step_does_not_advance_the_schedule(fw):
+    """A step whose scaled gradients overflow changes no weight, halves the loss scale and leaves the
+    learning rate where it was: the schedule follows the updates made, not the batches seen."""
+    batches = fw_batches(fw, copy_batches(3))
+    noam = fw.cp.NoamSchedule(16, 4)
+    trainer = fp16_trainer(fw)
+    with one_torch_thread():
+        trainer.train_step(*batches[0])
+        assert trainer.learning_rate == pytest.approx(float(noam(1)), rel=1e-6)
+        before = model_weights(trainer.model)
+        set_loss_scale(trainer, 2.0 ** 60)  # no float16 gradient survives that
+        logs = trainer.train_step(*batches[1])
+        assert np.isfinite(logs["loss"]) and trainer.step == 2
+        assert trainer.loss_scale == 2.0 ** 59
+        assert trainer.learning_rate == pytest.approx(float(noam(1)), rel=1e-6)
+        after = model_weights(trainer.model)
+        assert all(np.array_equal(before[k], after[k]) for k in before)
+        set_loss_scale(trainer, 2.0 ** 10)
+        trainer.train_step(*batches[2])
+    assert trainer.step == 3 and trainer.loss_scale == 2.0 ** 10
+    assert trainer.learning_rate == pytest.approx(float(noam(2)), rel=1e-6)  # two updates made
+    assert any(not np.array_equal(after[k], v) for k, v in model_weights(trainer.model).items())
+
+
+def test_fp16_loss_scale_is_saved_and_restored(fw, tmp_path):
+    batches = fw_batches(fw, copy_batches(3))
+    path = str(tmp_path / "ckpt")
+    trainer = fp16_trainer(fw)
+    with one_torch_thread():
+        trainer.train_step(*batches[0])
+        set_loss_scale(trainer, 2.0 ** 9)  # not the initial scale of either framework
+        trainer.save(path)
+        resumed = fp16_trainer(fw)
+        assert resumed.loss_scale != 2.0 ** 9
+        resumed.restore(path)
+        assert resumed.loss_scale == 2.0 ** 9 and resumed.step == 1
+        for batch in batches[1:]:
+            want, got = trainer.train_step(*batch), resumed.train_step(*batch)
+            assert got["loss"] == pytest.approx(want["loss"], abs=1e-6)
+    assert resumed.loss_scale == trainer.loss_scale
+    assert resumed.learning_rate == pytest.approx(trainer.learning_rate, rel=1e-6)
+    want, got = model_weights(trainer.model), model_weights(resumed.model)
+    assert max(np.abs(got[k] - want[k]).max() for k in want) <= 1e-6
+
+
+def test_loss_scale_is_none_outside_fp16(fw):
+    assert fw.cp.Trainer(tiny_model(fw), warmup_steps=4).loss_scale is None

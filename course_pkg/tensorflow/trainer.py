@@ -81,12 +81,30 @@ class Trainer:
             for ``"bf16"`` (``"fp16"``); the weights stay in float32 and the loss
             is computed in float32. ``"fp16"`` wraps the optimizer in a
             ``keras.optimizers.LossScaleOptimizer`` against gradients that underflow.
+            A step whose scaled gradients overflow is skipped (the weights and the
+            optimizer stay as they were, the loss scale halves): it counts in
+            ``step`` but does not advance the learning-rate schedule, which
+            follows the optimizer's ``iterations``, the updates made.
+
+    Distributed training: a Trainer made inside ``with strategy.scope():`` of a
+    ``tf.distribute`` strategy (``MirroredStrategy``, ``MultiWorkerMirroredStrategy``;
+    :func:`course_pkg.tensorflow.init_distributed`), with a model built in that
+    scope too, runs every training step on the strategy's replicas: replica ``r``
+    of ``W`` takes the rows ``[B*r//W, B*(r+1)//W)`` of each batch, the gradients
+    and the metrics are summed over the replicas, and a step on ``W`` replicas is
+    the step on the whole batch on one device; the schedule, the step count and
+    the checkpoints do not depend on ``W``. Evaluation runs on one device of each
+    worker. The chief alone writes checkpoints and shows progress; any number of
+    replicas can restore them. Outside a strategy's scope nothing of this runs.
 
     Attributes:
         model, optimizer, schedule, label_smoothing, pad_id, precision. Read-only:
         ``device``, where the model's weights live; ``step``, the number of
         training steps taken (saved and restored with the checkpoints);
-        ``learning_rate``, that of the next step.
+        ``learning_rate``, that of the next step; ``loss_scale``, the fp16 loss
+        scale (``None`` otherwise); ``num_replicas``, the number of replicas
+        that share each batch (1 without distribution); ``is_chief``, whether
+        this worker writes the checkpoints.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
@@ -100,6 +118,12 @@ class Trainer:
                              f"is {model.dtype_policy.name!r}")
         if seed is not None:
             keras.utils.set_random_seed(seed)
+        self._strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+        if self._strategy is not None and model.variables and not isinstance(
+                model.variables[0].value, tf.distribute.DistributedValues):
+            raise ValueError("the Trainer is made inside a tf.distribute strategy's scope, but the model "
+                             "was built outside it: build the model inside the same "
+                             "`with strategy.scope():`")
         self.model = model
         if optimizer is None:
             if schedule is not None:
@@ -115,13 +139,14 @@ class Trainer:
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         self.optimizer, self.schedule = optimizer, schedule
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
-        self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")  # mirrored in a scope
         if not self.optimizer.built:  # its variables must exist before a restore
             self.optimizer.build(self.model.trainable_variables)
         # One graph for every batch shape: (None, None) int64, so that batches of
         # other lengths do not retrace.
         tokens = tf.TensorSpec((None, None), tf.int64)
-        self._train_function = tf.function(self._train_graph, input_signature=[tokens] * 3)
+        train_graph = self._train_graph if self._strategy is None else self._distributed_train_graph
+        self._train_function = tf.function(train_graph, input_signature=[tokens] * 3)
         self._evaluate_function = tf.function(self._evaluate_graph, input_signature=[tokens] * 3)
 
     @property
@@ -139,6 +164,32 @@ class Trainer:
     def learning_rate(self):
         """The learning rate of the next step, a Python float."""
         return float(self.optimizer.learning_rate)
+
+    @property
+    def loss_scale(self):
+        """The loss scale of ``precision="fp16"`` (a Python float), ``None`` otherwise."""
+        if self.precision != "fp16":
+            return None
+        return float(self.optimizer.dynamic_scale.numpy())
+
+    @property
+    def num_replicas(self):
+        """The number of replicas that share each batch: 1 without distribution."""
+        return 1 if self._strategy is None else int(self._strategy.num_replicas_in_sync)
+
+    @property
+    def is_chief(self):
+        """Whether this worker writes checkpoints and shows progress (the chief, or worker 0)."""
+        resolver = getattr(self._strategy, "cluster_resolver", None)
+        task_type = getattr(resolver, "task_type", None)
+        return task_type is None or task_type == "chief" or (task_type == "worker" and resolver.task_id == 0)
+
+    def _any_process(self, flag):
+        """``flag`` or-ed over the workers (so that all of them stop at the same step)."""
+        if getattr(self._strategy, "cluster_resolver", None) is None:  # one process
+            return flag
+        value = self._strategy.run(lambda: tf.constant(float(flag)))
+        return bool(self._strategy.reduce(tf.distribute.ReduceOp.MAX, value, axis=None).numpy())
 
     def _tokens(self, tokens):
         tokens = tf.convert_to_tensor(tokens)
@@ -184,6 +235,36 @@ class Trainer:
         self.optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))  # unscaled there
         self._step.assign_add(1)
         return loss, masked_accuracy(tgt_out, logits, self.pad_id)
+
+    def _distributed_train_graph(self, src, tgt_in, tgt_out):
+        """One step on the strategy's replicas: each takes its rows of the batch and scales its summed
+        loss by ``1 / N`` (``N`` counted labels of the whole batch): the optimizer sums the gradients
+        over the replicas, which gives the gradient of the mean loss over the ``N`` labels."""
+        count = tf.maximum(tf.reduce_sum(tf.cast(tgt_out != self.pad_id, tf.float32)), 1.0)
+
+        def replica_step(src, tgt_in, tgt_out):
+            context = tf.distribute.get_replica_context()
+            rows, weight = _rows(tf.shape(src)[0], context.replica_id_in_sync_group,
+                                 context.num_replicas_in_sync)
+            src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
+            with tf.GradientTape() as tape:
+                logits = self.model(src, tgt_in, training=True)  # (rows, tgt_len, vocab)
+                loss_sum, hits, counted = _masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id,
+                                                       self.label_smoothing)
+                loss = loss_sum * (weight / count)
+                scaled = self.optimizer.scale_loss(loss) if self.precision == "fp16" else loss
+            variables = self.model.trainable_variables
+            gradients = tape.gradient(scaled, variables)
+            if self.precision == "fp16":  # every replica must see the same overflow, and skip alike
+                gradients = [g / context.num_replicas_in_sync for g in
+                             context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)]
+            self.optimizer.apply_gradients(zip(gradients, variables))  # summed over the replicas there
+            return tf.stack([loss_sum, tf.cast(hits, tf.float32), tf.cast(counted, tf.float32)]) * weight
+
+        sums = self._strategy.run(replica_step, args=(src, tgt_in, tgt_out))
+        sums = self._strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
+        self._step.assign_add(1)
+        return sums[0] / tf.maximum(sums[2], 1.0), sums[1] / tf.maximum(sums[2], 1.0)
 
     def _evaluate_graph(self, src, tgt_in, tgt_out):
         logits = self.model(src, tgt_in, training=False)  # (batch, tgt_len, vocab)
@@ -266,7 +347,7 @@ class Trainer:
         """Save a checkpoint to the directory ``path``, all at once.
 
         The checkpoint holds the model's weights, the optimizer's state (its
-        step count drives the schedule), the step count, the random state of
+        step count drives the schedule; in fp16 the loss scale), the step count, the random state of
         dropout (so that it continues as without the interruption) and the
         model's ``get_config()``. In ``path``:
 
@@ -284,10 +365,20 @@ class Trainer:
         next save, so that a reader that read ``config.json`` just before the
         rename still finds the files it names; older versions are removed.
 
+        Under ``MultiWorkerMirroredStrategy`` every worker must call it (saving
+        may need them all); the chief writes ``path``, the others a temporary
+        directory that they remove.
+
         Raises:
             ValueError: ``path`` is a file.
             OSError: ``path`` cannot be created or written (the message names ``path``).
         """
+        if not self.is_chief:
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as scratch:
+                self._checkpoint().write(os.path.join(scratch, CHECKPOINT_PREFIX))
+            return
         path = os.path.abspath(os.fspath(path))
         if os.path.isfile(path):
             raise ValueError(f"{path} is a file; a TensorFlow checkpoint is a directory "
@@ -369,6 +460,16 @@ class Trainer:
             reason = " ".join(str(err).split())[:200]
             raise ValueError(f"checkpoint {prefix}.* could not be read (empty, truncated, damaged or of "
                              f"another model), nothing was loaded: {type(err).__name__}: {reason}") from None
+
+
+def _rows(batch, replica, replicas):
+    """This replica's rows of a batch of ``batch`` rows (a slice), and their weight: 0.0 for an empty
+    share (a last batch smaller than the replicas), which runs one stand-in row that counts for nothing."""
+    batch, replica = tf.cast(batch, tf.int32), tf.cast(replica, tf.int32)
+    start, stop = batch * replica // replicas, batch * (replica + 1) // replicas
+    empty = stop <= start
+    start, stop = tf.where(empty, 0, start), tf.where(empty, 1, stop)
+    return slice(start, stop), tf.where(empty, 0.0, 1.0)
 
 
 _VERSION_FILE = re.compile(rf"({re.escape(CHECKPOINT_PREFIX)}(?:-\d+-[0-9a-f]+)?)\.(?:index|data-)")

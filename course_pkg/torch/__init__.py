@@ -14,6 +14,7 @@ from .bert import BERT, bert_from_huggingface
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
 from .decoding import beam_search, greedy_decode, translate
+from .distributed import init_distributed
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
 from .gpt import GPT, gpt_from_huggingface, top_k_filter, top_p_filter
@@ -67,4 +68,6 @@ __all__ = [
     "make_batches",
     # Training: masked loss / accuracy, the Noam schedule, Adam of the paper, Trainer.
     "masked_loss", "masked_accuracy", "NoamSchedule", "make_optimizer", "Trainer",
+    # Several devices or processes (the appendix "Scaling up"): the Trainer runs under them as is.
+    "init_distributed",
 ]

@@ -71,13 +71,31 @@ class Trainer:
             forward passes of training and evaluation run under
             ``torch.autocast`` in that dtype (the weights, the optimizer and the
             loss stay in float32); ``"fp16"`` adds a ``torch.amp.GradScaler``
-            against gradients that underflow.
+            against gradients that underflow. A step whose scaled gradients
+            overflow is skipped (the weights and the optimizer stay as they
+            were, the loss scale halves): it counts in ``step`` but does not
+            advance the learning-rate schedule, which follows the updates made
+            (as Adam's own step count does).
+
+    Distributed training: when ``torch.distributed`` is initialised (``torchrun``
+    and :func:`course_pkg.torch.init_distributed`), the model is wrapped in
+    ``DistributedDataParallel`` and every process takes its share of the rows of
+    each batch (process ``r`` of ``W`` the rows ``[B*r//W, B*(r+1)//W)``): every
+    process iterates over the same batches, a step on ``W`` processes is the step
+    on the whole batch in one process, and the schedule, the step count and the
+    checkpoints do not depend on ``W``. The loss and accuracy are summed over the
+    processes; process 0 alone writes checkpoints and shows the progress bar; any
+    number of processes can restore them. Without an initialised process group
+    nothing of this runs.
 
     Attributes:
         model, optimizer, schedule, label_smoothing, pad_id, precision. Read-only:
         ``device``, where the model's weights live; ``step``, the number of
         training steps taken (saved and restored with the checkpoints);
-        ``learning_rate``, that of the next step.
+        ``learning_rate``, that of the next step; ``loss_scale``, the fp16 loss
+        scale (``None`` otherwise); ``num_replicas``, the number of processes
+        that share each batch (1 without distribution); ``is_chief``, whether
+        this process writes the checkpoints.
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
@@ -86,7 +104,8 @@ class Trainer:
         self.precision = check_precision(precision)
         if seed is not None:
             torch.manual_seed(seed)
-        self.model = model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+        self._rank, self._world = _process_group()
+        self.model = model.to(_default_device(self._world))
         if optimizer is None:
             if schedule is not None:
                 raise ValueError("schedule was given without its optimizer: pass both, or neither "
@@ -101,6 +120,12 @@ class Trainer:
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
         self._step = 0
         self._scaler = torch.amp.GradScaler(self.device.type, enabled=precision == "fp16")
+        self._forward = self.model  # the DistributedDataParallel wrapper when distributed
+        if self._world:
+            from torch.nn.parallel import DistributedDataParallel
+
+            index = [self.device.index] if self.device.type == "cuda" else None
+            self._forward = DistributedDataParallel(self.model, device_ids=index, output_device=None)
 
     @property
     def step(self):
@@ -117,6 +142,21 @@ class Trainer:
     def learning_rate(self):
         """The learning rate of the next step, a Python float."""
         return float(self.optimizer.param_groups[0]["lr"])
+
+    @property
+    def loss_scale(self):
+        """The loss scale of ``precision="fp16"`` (a Python float), ``None`` otherwise."""
+        return float(self._scaler.get_scale()) if self._scaler.is_enabled() else None
+
+    @property
+    def num_replicas(self):
+        """The number of processes that share each batch: 1 without distribution."""
+        return self._world or 1
+
+    @property
+    def is_chief(self):
+        """Whether this process writes checkpoints and shows progress (process 0, or the only one)."""
+        return self._rank == 0
 
     def _autocast(self):
         """The ``torch.autocast`` context of ``precision`` (disabled for ``"fp32"``)."""
@@ -152,19 +192,57 @@ class Trainer:
         """
         src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
         self.model.train()
-        with self._autocast():
-            logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
-        logits = logits.float()  # the loss in float32 (a no-op in fp32)
-        loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
         self.optimizer.zero_grad(set_to_none=True)
-        self._scaler.scale(loss).backward()  # scale and step are plain backward and step unless fp16
-        self._scaler.step(self.optimizer)
+        if self._world:
+            loss, accuracy = self._distributed_backward(src, tgt_in, tgt_out)
+        else:
+            with self._autocast():
+                logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
+            logits = logits.float()  # the loss in float32 (a no-op in fp32)
+            loss = masked_loss(tgt_out, logits, self.pad_id, self.label_smoothing)
+            self._scaler.scale(loss).backward()  # scale and step are plain backward and step unless fp16
+            accuracy = masked_accuracy(tgt_out, logits.detach(), self.pad_id)
+        scale = self._scaler.get_scale() if self._scaler.is_enabled() else None
+        self._scaler.step(self.optimizer)  # skipped when fp16 gradients overflowed
         self._scaler.update()
-        if self.schedule is not None:
-            self.schedule.step()
+        skipped = scale is not None and self._scaler.get_scale() < scale  # the scale halves on a skip
+        if self.schedule is not None and not skipped:
+            self.schedule.step()  # the schedule follows the updates made
         self._step += 1
-        accuracy = masked_accuracy(tgt_out, logits.detach(), self.pad_id)
         return {"loss": float(loss.detach()), "accuracy": float(accuracy)}
+
+    def _distributed_backward(self, src, tgt_in, tgt_out):
+        """Forward and backward of this process's rows; the loss and accuracy of the whole batch.
+
+        Each process scales its summed loss by ``W / N`` (``N`` counted labels of
+        the whole batch, which every process holds): DDP averages the gradients
+        over the ``W`` processes, which gives the gradient of the mean loss over
+        the ``N`` labels, the single-process one. A process whose share is empty
+        (a last batch smaller than ``W``) runs one row with weight 0, since
+        every process must take part in the gradients' all-reduce.
+        """
+        import torch.distributed as dist
+
+        count = (tgt_out != self.pad_id).sum().clamp(min=1)  # counted labels of the whole batch
+        rows, weight = _rows(src.shape[0], self._rank, self._world)
+        src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
+        with self._autocast():
+            logits = self._forward(src, tgt_in)  # (rows, tgt_len, vocab)
+        loss_sum, hits, counted = _masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
+        self._scaler.scale(loss_sum * (weight * self._world / count)).backward()
+        sums = torch.stack([loss_sum.detach(), hits.float(), counted.float()]) * weight
+        dist.all_reduce(sums)  # summed over the processes
+        return sums[0] / sums[2].clamp(min=1), sums[1] / sums[2].clamp(min=1)
+
+    def _any_process(self, flag):
+        """``flag`` or-ed over the processes (so that all of them stop at the same step)."""
+        if not self._world:
+            return flag
+        import torch.distributed as dist
+
+        flag = torch.tensor([float(flag)], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
 
     def evaluate(self, batches):
         """Loss and accuracy over all the non-pad target tokens of ``batches`` (dropout off).
@@ -185,12 +263,24 @@ class Trainer:
             with torch.no_grad():
                 for src, tgt_in, tgt_out in batches:
                     src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
+                    if self._world:  # this process's rows; the sums are all-reduced at the end
+                        rows, weight = _rows(src.shape[0], self._rank, self._world)
+                        if not weight:
+                            seen += 1
+                            continue
+                        src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
                     with self._autocast():
                         logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
                     sums = _masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
                     totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
         finally:
             self.model.train(was_training)
+        if self._world and seen:
+            import torch.distributed as dist
+
+            totals = torch.stack([torch.as_tensor(t, dtype=torch.float32, device=self.device)
+                                  for t in totals])
+            dist.all_reduce(totals)
         return evaluation_logs(totals, seen)
 
     def fit(self, train_batches, valid_batches=None, epochs=1, max_steps=None, time_budget=None,
@@ -226,14 +316,16 @@ class Trainer:
         """Save a checkpoint to the file ``path``, all at once.
 
         The checkpoint holds the model's weights, the optimizer's and the
-        schedule's state, the step count, the random number generator's state
+        schedule's state, the fp16 loss scaler's state, the step count, the random number generator's state
         (so that dropout continues as without the interruption) and the
         model's ``get_config()``. It is written to a temporary file beside
         ``path``, synced to disk and renamed to ``path`` at the end: an
         interrupted save (an error, ``KeyboardInterrupt``) leaves the previous
         checkpoint as it was, and a reader finds the old checkpoint or the new
         one, never half of one. Only tensors and plain Python values are
-        stored: ``torch.load(path, weights_only=True)`` reads it.
+        stored: ``torch.load(path, weights_only=True)`` reads it. Under
+        distribution process 0 alone writes it (to a file system that every
+        process sees) and the others wait for it.
 
         Raises:
             ValueError: ``path`` is a directory.
@@ -253,11 +345,24 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "schedule": None if self.schedule is None else self.schedule.state_dict(),
             "rng": {"cpu": torch.get_rng_state()},
+            "scaler": self._scaler.state_dict(),  # {} unless fp16: the loss scale and its growth count
         }
         if self.device.type == "cuda":
             checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
-        with atomic_open(path, "wb") as file:
-            torch.save(checkpoint, file)
+        failure = None
+        if self.is_chief:
+            try:
+                with atomic_open(path, "wb") as file:
+                    torch.save(checkpoint, file)
+            except BaseException as err:
+                if not self._world:
+                    raise
+                failure = err
+        if self._world:  # the others wait for process 0's file (and learn whether it was written)
+            if self._any_process(failure is not None):
+                if failure is not None:
+                    raise failure
+                raise OSError(f"process 0 could not write the checkpoint {path}")
 
     def restore(self, path):
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
@@ -304,6 +409,8 @@ class Trainer:
         if self.schedule is not None and checkpoint["schedule"] is not None:
             self.schedule.load_state_dict(checkpoint["schedule"])
         self._step = int(checkpoint["step"])
+        if checkpoint.get("scaler") and self._scaler.is_enabled():  # {}: saved without fp16
+            self._scaler.load_state_dict(checkpoint["scaler"])
         torch.set_rng_state(checkpoint["rng"]["cpu"])
         if "cuda" in checkpoint["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(checkpoint["rng"]["cuda"], self.device)
@@ -341,8 +448,39 @@ class Trainer:
                             f"expected {tuple(shapes[index])}")
         if self.schedule is not None and not isinstance(checkpoint.get("schedule"), (dict, type(None))):
             return "schedule must be a scheduler's state_dict"
+        scaler = checkpoint.get("scaler", {})
+        if not isinstance(scaler, dict) or (scaler and not isinstance(scaler.get("scale"), (int, float))):
+            return "scaler must be a GradScaler's state_dict"
         rng = checkpoint.get("rng")
         if not isinstance(rng, dict) or not isinstance(rng.get("cpu"), torch.Tensor) \
                 or rng["cpu"].dtype != torch.uint8:
             return "rng must hold the random generator's state"
         return ""
+
+
+def _process_group():
+    """``(rank, world size)`` of the initialised ``torch.distributed`` process group, else ``(0, 0)``."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 0
+
+
+def _default_device(world):
+    """The GPU of this process (``LOCAL_RANK`` of torchrun under distribution) when there is one."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    if not world:
+        return torch.device("cuda")
+    index = int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
+def _rows(batch, rank, world):
+    """This process's rows of a batch of ``batch`` rows, and their weight (0.0 for an empty share)."""
+    start, stop = batch * rank // world, batch * (rank + 1) // world
+    if stop > start:
+        return slice(start, stop), 1.0
+    return slice(0, 1), 0.0  # a stand-in row that counts for nothing

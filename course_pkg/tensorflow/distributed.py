@@ -1,0 +1,34 @@
+"""Starting distributed training: the ``tf.distribute`` strategy that :class:`~course_pkg.tensorflow.Trainer`
+runs under.
+
+Same names as :mod:`course_pkg.torch.distributed`. Build the model and the
+Trainer inside ``with strategy.scope():`` (the variables are then mirrored on
+every device); the Trainer does the rest (each replica's rows of every batch,
+gradients and metrics summed over the replicas, checkpoints written by the chief).
+"""
+
+import os
+
+import tensorflow as tf
+
+
+def init_distributed(devices=None):
+    """The ``tf.distribute`` strategy of this machine, or of the cluster that ``TF_CONFIG`` describes.
+
+    With ``TF_CONFIG`` in the environment (one JSON per machine: the cluster's
+    addresses and this task's index), a ``MultiWorkerMirroredStrategy`` over
+    every worker; otherwise a ``MirroredStrategy`` over ``devices``.
+
+    Args:
+        devices: for ``MirroredStrategy``, the device names (e.g.
+            ``["/cpu:0", "/cpu:1"]`` for two logical CPU devices); ``None``:
+            every local GPU, else the CPU.
+
+    Returns:
+        the strategy; ``strategy.num_replicas_in_sync`` model copies share each batch.
+    """
+    if os.environ.get("TF_CONFIG"):
+        if devices is not None:
+            raise ValueError("devices is for one machine; with TF_CONFIG every worker uses its own devices")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.MirroredStrategy(devices)

@@ -1,0 +1,88 @@
+"""The distributed half of tests/test_trainer_distributed.py, run in a subprocess.
+
+``python tests/distributed_worker.py FRAMEWORK WORLD OUTDIR``: with WORLD
+processes (torch: gloo, spawned here) or WORLD logical CPU devices under a
+``MirroredStrategy`` (TensorFlow), it writes to OUTDIR
+
+* ``one_step.npz``: the weights after one training step on batch 0;
+* ``resumed.npz`` and checkpoint ``mid``: restored from checkpoint ``start``
+  (written by the test in one process), three steps of ``fit`` on batches 3..5
+  (validated on batches 6 and 7), then the step count, the learning rate, the
+  last logs and the weights.
+
+A separate process: the process group (torch) or the logical devices (TensorFlow)
+must not leak into the other tests.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
+
+from training_helpers import copy_batches, fw_batches, model_weights, tiny_model, tiny_trainer  # noqa: E402
+
+BATCHES = copy_batches(9)  # the test's batches: same seed
+
+
+def run(fw, outdir):
+    """Both scenarios, on the trainers of the distributed setting this process is in."""
+    batches = fw_batches(fw, BATCHES)
+    trainer = tiny_trainer(fw)
+    trainer.train_step(*batches[0])
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
+    trainer = tiny_trainer(fw)
+    trainer.restore(os.path.join(outdir, "start"))
+    history = trainer.fit(batches[3:6], valid_batches=batches[6:8], progress=False, time_budget=3600,
+                          checkpoint_path=os.path.join(outdir, "mid"))  # the budget: all processes agree
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "resumed.npz"), step=trainer.step, lr=trainer.learning_rate,
+                 loss=history["loss"][-1], val_loss=history["val_loss"][-1],
+                 val_accuracy=history["val_accuracy"][-1], replicas=trainer.num_replicas,
+                 **model_weights(trainer.model))
+
+
+def torch_process(rank, world, outdir):
+    import torch
+    import torch.distributed as dist
+    from helpers import get_adapter
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(outdir, "rendezvous"),
+                            rank=rank, world_size=world)
+    try:
+        run(get_adapter("torch"), outdir)
+    finally:
+        dist.destroy_process_group()
+
+
+def main(framework, world, outdir):
+    world = int(world)
+    if framework == "torch":
+        import torch.multiprocessing as mp
+
+        mp.spawn(torch_process, args=(world, outdir), nprocs=world)
+        return
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * world)
+    from helpers import get_adapter
+
+    fw = get_adapter("tensorflow")
+    strategy = fw.cp.init_distributed([f"/cpu:{i}" for i in range(world)])
+    outside = tiny_model(fw)  # built outside the scope: the Trainer made inside it refuses it
+    with strategy.scope():
+        try:
+            fw.cp.Trainer(outside)
+        except ValueError as err:
+            with open(os.path.join(outdir, "refused.txt"), "w") as file:
+                file.write(str(err))
+        run(fw, outdir)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

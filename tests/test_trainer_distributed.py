@@ -1,0 +1,112 @@
+"""The Trainer on 2 processes (torch: DistributedDataParallel over gloo) or 2 replicas (TensorFlow:
+MirroredStrategy over 2 logical CPU devices), against the same Trainer in one process.
+
+Each framework's distributed half runs once, in a subprocess (tests/distributed_worker.py), so
+that neither the process group nor the logical devices reach the other tests.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from training_helpers import copy_batches, fw_batches, model_weights, one_torch_thread, tiny_trainer
+
+WORLD = 2
+ONE_STEP_ATOL = 1e-6  # weights after one step: 2 x B/2 against B
+RESUMED_ATOL = 1e-5  # weights after 9 steps: one process, 2, then one again, against one throughout
+# The key projections' biases are left out of the weight comparisons: they add one constant to every
+# score of a softmax row, so their gradient is zero in exact arithmetic and rounding noise in floats,
+# which Adam's first steps divide by itself (g / (|g| + eps)): a step of up to the learning rate in
+# either direction, whatever the summation order. The logits compared too show that they do not matter.
+NOISE_ONLY = ".wk.bias"
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_worker.py")
+
+
+@pytest.fixture(scope="module")
+def distributed_runs(tmp_path_factory):
+    """``{framework: outdir}`` of the worker runs, made on first use."""
+    cache = {}
+
+    def get(fw):
+        if fw.name not in cache:
+            outdir = tmp_path_factory.mktemp(f"distributed-{fw.name}")
+            trainer = tiny_trainer(fw)  # the first 3 steps, in this process
+            with one_torch_thread():
+                trainer.fit(fw_batches(fw, copy_batches(9))[:3], progress=False,
+                            checkpoint_path=os.path.join(outdir, "start"))
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [os.path.dirname(os.path.dirname(WORKER)), os.environ.get("PYTHONPATH", "")])}
+            done = subprocess.run([sys.executable, WORKER, fw.name, str(WORLD), str(outdir)], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            cache[fw.name] = outdir
+        return cache[fw.name]
+
+    return get
+
+
+def test_one_step_on_two_halves_is_one_step_on_the_batch(fw, distributed_runs):
+    outdir = distributed_runs(fw)
+    trainer = tiny_trainer(fw)
+    with one_torch_thread():
+        trainer.train_step(*fw_batches(fw, copy_batches(9))[0])
+    want = model_weights(trainer.model)
+    got = np.load(os.path.join(outdir, "one_step.npz"))
+    assert sorted(got) == sorted(want)
+    assert max_difference(got, want) <= ONE_STEP_ATOL
+    assert logits_difference(fw, got, want) <= ONE_STEP_ATOL
+    assert max(np.abs(want[k] - model_weights(tiny_trainer(fw).model)[k]).max() for k in want) > 1e-3, \
+        "the step must move the weights for the comparison to mean anything"
+
+
+def test_resumed_with_another_world_size_continues_the_schedule(fw, distributed_runs):
+    outdir = distributed_runs(fw)
+    batches = fw_batches(fw, copy_batches(9))
+    resumed = np.load(os.path.join(outdir, "resumed.npz"))
+    assert int(resumed["replicas"]) == WORLD and int(resumed["step"]) == 6
+    straight = tiny_trainer(fw)  # 9 steps in one process
+    with one_torch_thread():
+        straight.fit(batches[:3], progress=False)
+        history = straight.fit(batches[3:6], progress=False)
+        assert resumed["lr"] == pytest.approx(straight.learning_rate, rel=1e-6)
+        # the logs of the 2-process run (the mean training loss of steps 4..6, the validation),
+        # summed over the processes, are those of one process
+        assert float(resumed["loss"]) == pytest.approx(history["loss"][-1], abs=RESUMED_ATOL)
+        valid = straight.evaluate(batches[6:8])
+        assert float(resumed["val_loss"]) == pytest.approx(valid["loss"], abs=RESUMED_ATOL)
+        assert float(resumed["val_accuracy"]) == pytest.approx(valid["accuracy"], abs=RESUMED_ATOL)
+        straight.fit(batches[6:], progress=False)
+        again = tiny_trainer(fw)  # back to one process, from the 2-process checkpoint
+        again.restore(os.path.join(outdir, "mid"))
+        assert again.step == 6
+        again.fit(batches[6:], progress=False)
+    assert again.step == straight.step == 9
+    assert again.learning_rate == pytest.approx(straight.learning_rate, rel=1e-6)
+    want, got = model_weights(straight.model), model_weights(again.model)
+    assert max_difference(got, want) <= RESUMED_ATOL
+    assert logits_difference(fw, got, want) <= RESUMED_ATOL
+
+
+def max_difference(got, want):
+    """The largest difference between two models' weights, key biases left out (see NOISE_ONLY)."""
+    return max(np.abs(got[k] - want[k]).max() for k in want if not k.endswith(NOISE_ONLY))
+
+
+def logits_difference(fw, got, want):
+    """The largest difference between the logits of tiny models with the weights ``got`` and ``want``."""
+    from course_pkg import interop
+
+    src, tgt_in, _ = copy_batches(1, seed=1)[0]
+    logits = []
+    for weights in (got, want):
+        model = tiny_trainer(fw).model
+        interop.set_weights(model, {k: weights[k] for k in want})
+        logits.append(fw.call(model, src, tgt_in))
+    return np.abs(logits[0] - logits[1]).max()
+
+
+def test_tf_refuses_a_model_built_outside_the_strategy_scope(tf_fw, distributed_runs):
+    with open(os.path.join(distributed_runs(tf_fw), "refused.txt")) as file:
+        assert "build the model inside the same" in file.read()
