@@ -110,3 +110,11 @@ def logits_difference(fw, got, want):
 def test_tf_refuses_a_model_built_outside_the_strategy_scope(tf_fw, distributed_runs):
     with open(os.path.join(distributed_runs(tf_fw), "refused.txt")) as file:
         assert "build the model inside the same" in file.read()
+
+
+def test_init_distributed_refuses_the_other_frameworks_argument(fw):
+    """One signature in both frameworks, ``init_distributed(devices=None, backend=None)``; each refuses,
+    with a message, the argument that only the other framework uses."""
+    other = {"torch": {"devices": ["/cpu:0", "/cpu:1"]}, "tensorflow": {"backend": "gloo"}}[fw.name]
+    with pytest.raises(ValueError, match="torchrun" if fw.name == "torch" else "tf.distribute"):
+        fw.cp.init_distributed(**other)

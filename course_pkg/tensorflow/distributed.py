@@ -12,7 +12,7 @@ import os
 import tensorflow as tf
 
 
-def init_distributed(devices=None):
+def init_distributed(devices=None, backend=None):
     """The ``tf.distribute`` strategy of this machine, or of the cluster that ``TF_CONFIG`` describes.
 
     With ``TF_CONFIG`` in the environment (one JSON per machine: the cluster's
@@ -23,10 +23,17 @@ def init_distributed(devices=None):
         devices: for ``MirroredStrategy``, the device names (e.g.
             ``["/cpu:0", "/cpu:1"]`` for two logical CPU devices); ``None``:
             every local GPU, else the CPU.
+        backend: must be ``None``: TensorFlow chooses how replicas exchange
+            gradients; the argument exists for the PyTorch signature's sake.
 
     Returns:
         the strategy; ``strategy.num_replicas_in_sync`` model copies share each batch.
     """
+    if backend is not None:
+        raise ValueError(
+            "backend is for torch.distributed (gloo or nccl); tf.distribute chooses its own "
+            "collective implementation: leave backend=None"
+        )
     if os.environ.get("TF_CONFIG"):
         if devices is not None:
             raise ValueError("devices is for one machine; with TF_CONFIG every worker uses its own devices")

@@ -12,7 +12,7 @@ import os
 import torch
 
 
-def init_distributed(backend=None):
+def init_distributed(devices=None, backend=None):
     """Join the process group that ``torchrun`` describes; nothing happens without ``torchrun``.
 
     Reads ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` from the
@@ -21,6 +21,9 @@ def init_distributed(backend=None):
     Calling it again, or in a process group already initialised, changes nothing.
 
     Args:
+        devices: must be ``None``: PyTorch runs one process per device, and
+            ``torchrun`` (its ``--nproc_per_node``) chooses them; the argument
+            exists for the TensorFlow signature's sake.
         backend: ``None`` (NCCL on GPUs, gloo on CPUs), ``"gloo"`` or ``"nccl"``.
 
     Returns:
@@ -29,6 +32,11 @@ def init_distributed(backend=None):
     """
     import torch.distributed as dist
 
+    if devices is not None:
+        raise ValueError(
+            "devices is for TensorFlow's MirroredStrategy; PyTorch runs one process per device: "
+            "choose them with torchrun --nproc_per_node (and CUDA_VISIBLE_DEVICES)"
+        )
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     if "WORLD_SIZE" not in os.environ or "RANK" not in os.environ:
