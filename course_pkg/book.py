@@ -141,6 +141,8 @@ FRAMEWORK_MARKERS = {
 NEUTRAL_TAG = "framework-neutral"
 _TF_ROOTS = {"tensorflow", "keras", "tf_keras"}
 _PT_ROOTS = {"torch", "torchvision", "torchaudio", "transformers"}
+_TF_NAMES = {"tf", "keras", "ctf"}  # what the import cells call the frameworks (a backstop)
+_PT_NAMES = {"torch", "cpt"}
 _FW_OF_TAG = {"tensorflow": {"tf"}, "tensorflow-only": {"tf"}, "pytorch": {"pt"},
               "pytorch-only": {"pt"}, "both-frameworks": {"tf", "pt"}}
 
@@ -178,8 +180,10 @@ def _framework_of_import(node) -> set:
 
 
 def _analyse(source: str):
-    """``(free, defined, imports)`` of a cell: names it reads from earlier cells, names it
-    leaves defined, and the frameworks its import statements need."""
+    """``(free, defined, imports, mutated, functions)`` of a cell: names it reads from earlier
+    cells as it runs, names it leaves defined, the frameworks its import statements need, the
+    earlier names it changes in place (``scores["PyTorch"] = ...``), and the names each
+    function or class it defines reads when called."""
     import ast
 
     lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
@@ -187,9 +191,21 @@ def _analyse(source: str):
         tree = ast.parse("\n".join(lines))
     except SyntaxError as error:
         raise FrameworkMarkError(f"cannot parse the cell: {error}") from None
-    loaded, stored, defined, imports = set(), set(), set(), set()
+    loaded, stored, defined, imports, mutated = set(), set(), set(), set(), set()
 
     def visit(node, top):
+        if top and isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                while isinstance(target, (ast.Subscript, ast.Attribute)):
+                    target = target.value
+                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Load):
+                    mutated.add(target.id)
+        if top and isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func  # results.append(...), measured.update(...)
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in (
+                    "append", "extend", "update", "setdefault", "insert", "add"):
+                mutated.add(func.value.id)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.update(_framework_of_import(node))
             for alias in node.names:
@@ -217,9 +233,23 @@ def _analyse(source: str):
         for child in ast.iter_child_nodes(node):
             visit(child, top)
 
+    functions = {}  # a function or class defined here -> the names its body reads
+    outer = set()
     for statement in tree.body:
-        visit(statement, True)
-    return loaded - stored, defined, imports
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            before_loaded, before_stored = set(loaded), set(stored)
+            loaded.clear()
+            stored.clear()
+            visit(statement, True)
+            functions[statement.name] = loaded - stored
+            loaded |= before_loaded
+            stored |= before_stored | {statement.name}
+        else:
+            before = set(loaded)
+            visit(statement, True)
+            outer |= loaded - before
+    # Only what runs now counts for the cell itself: a function's body runs when it is called.
+    return outer - stored, defined, imports, mutated - defined, functions
 
 
 def _tags(cell) -> list:
@@ -319,7 +349,120 @@ def _with_marker(source: str, marker_line: str) -> str:
     return marker_line + "\n" + source
 
 
-def mark_frameworks(notebook: dict, where: str = "notebook") -> list:
+#: Changes to particular cells that running one framework at a time needs, applied (once) by
+#: ``frameworks`` before it tags and marks: ``("hoist", notebook, cell, first, stop, new_id,
+#: extra)`` moves the cell's lines from the one starting with ``first`` up to the one starting
+#: with ``stop`` into a new framework-neutral cell ``new_id`` just before it (plus the lines
+#: ``extra``; an assignment edition moves with them); ``("replace", notebook, cell, old, new)``;
+#: ``("tag", notebook, cell, tag)``. A change whose cell has changed since is reported, not made.
+NOTEBOOK_FIXES = [
+    # Chapter 2: the GRU baseline is PyTorch's, but both frameworks' cells call its train().
+    ("hoist", "02_attention", "02-025", "def train(", "torch.manual_seed(0)", "02-025-train", ()),
+    # Chapter 4: the TensorFlow layer is checked against torch.nn's, and the PyTorch attention
+    # against Keras': comparisons, each in its tab.
+    ("tag", "04_encoder", "04-073", "both-frameworks"),
+    ("tag", "04_encoder", "04-077", "both-frameworks"),
+    # Chapter 7: the configurations are shared; only the parameter count printed is PyTorch's.
+    ("hoist", "07_families", "c07-19", "BERT_CONFIG = dict(", 'print(f"parameters of the tiny BERT',
+     "c07-19-config", ()),
+    ("hoist", "07_families", "c07-39", "GPT_CONFIG = dict(", 'print(f"parameters: GPT',
+     "c07-39-config", ("scores = {}  # held-out exact match of each model, filled in below",)),
+    # Chapter 6: each framework's error analysis finds its own wrong translations (the table
+    # before it, which compares the two, runs only with both).
+    ("replace", "06_training", "c06-58", 'for i in wrong["TensorFlow"]:',
+     "tf_wrong = [i for i, (g, r) in enumerate(zip(tf_greedy, test_references)) if g != r]\n"
+     "for i in tf_wrong:"),
+    ("replace", "06_training", "c06-59", 'for i in wrong["PyTorch"]:',
+     "pt_wrong = [i for i, (g, r) in enumerate(zip(pt_greedy, test_references)) if g != r]\n"
+     "for i in pt_wrong:"),
+    ("replace", "07_families", "c07-42",
+     'scores = {"TensorFlow GPT": exact_match(tf_gpt_answers, test_references)}',
+     'scores["TensorFlow GPT"] = exact_match(tf_gpt_answers, test_references)'),
+    # Chapter 7: the TensorFlow GPT samples with the PyTorch GPT's weights, and PyTorch with its settings.
+    ("tag", "07_families", "c07-50", "both-frameworks"),
+    ("tag", "07_families", "c07-51", "both-frameworks"),
+    # Chapter 7: the TensorFlow tab converts Hugging Face's checkpoints, which need PyTorch.
+    ("tag", "07_families", "c07-68", "both-frameworks"),
+]
+
+
+def _strip_marker(text: str) -> str:
+    from .notebook import marker
+
+    first, newline, rest = text.partition("\n")
+    return rest if marker(first) is not None else text
+
+
+def _apply_fixes(notebook: dict, stem: str, where: str) -> list:
+    changes = []
+    cells = notebook.get("cells", [])
+    ids = {c.get("id"): i for i, c in enumerate(cells)}
+    for fix in NOTEBOOK_FIXES:
+        kind, name, cell_id = fix[:3]
+        if name != stem:
+            continue
+        if cell_id not in ids:
+            changes.append(f"{where}: warning: no cell {cell_id} for the fix {fix[:4]}")
+            continue
+        cell = cells[ids[cell_id]]
+        source = _source(cell)
+        if kind == "tag":
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if fix[3] not in tags:
+                tags.append(fix[3])
+                changes.append(f"{where}: tagged cell {cell_id} {fix[3]} (NOTEBOOK_FIXES)")
+        elif kind == "replace":
+            old, new = fix[3], fix[4]
+            if old in source:
+                cell["source"] = source.replace(old, new).splitlines(keepends=True)
+                changes.append(f"{where}: changed cell {cell_id}: {new}")
+            elif new not in source:
+                changes.append(f"{where}: warning: cell {cell_id} has changed, fix {fix[3]!r} not made")
+            assignment = cell.get("metadata", {}).get("assignment")
+            if isinstance(assignment, dict) and old in _source({"source": assignment.get("source", "")}):
+                assignment["source"] = _source({"source": assignment["source"]}).replace(old, new)
+                changes.append(f"{where}: changed the assignment edition of cell {cell_id}: {new}")
+        elif kind == "hoist":
+            first, stop, new_id, extra = fix[3:]
+            if new_id in ids:
+                continue
+            lines = _strip_marker(source).split("\n")
+            start = next((i for i, ln in enumerate(lines) if ln.startswith(first)), None)
+            end = next((i for i, ln in enumerate(lines) if start is not None and i > start
+                        and ln.startswith(stop)), None)
+            if start is None or end is None:
+                changes.append(f"{where}: warning: cell {cell_id} has changed, fix {fix[:4]} not made")
+                continue
+            moved = "\n".join(lines[start:end]).rstrip("\n").split("\n") + list(extra)
+            kept = lines[:start] + lines[end:]
+            new_cell = {"cell_type": "code", "execution_count": None, "id": new_id, "metadata": {},
+                        "outputs": [], "source": "\n".join(moved).splitlines(keepends=True)}
+            cell["source"] = "\n".join(kept).splitlines(keepends=True)
+            meta = cell.get("metadata", {})
+            assignment = meta.get("assignment")
+            if "assignment-replace" in meta.get("tags", []) and isinstance(assignment, dict):
+                text = _strip_marker(_source({"source": assignment.get("source", "")}))
+                alt = text.split("\n")
+                cut = next((i for i, ln in enumerate(alt) if ln.startswith(stop)), len(alt))
+                new_cell["metadata"] = {"tags": ["assignment-replace"],
+                                        "assignment": {"source": "\n".join(alt[:cut] + list(extra))}}
+                meta["tags"].remove("assignment-replace")
+                del meta["assignment"]
+            cells.insert(ids[cell_id], new_cell)
+            ids = {c.get("id"): i for i, c in enumerate(cells)}
+            changes.append(f"{where}: moved lines {first!r}... of cell {cell_id} into a new neutral cell "
+                           f"{new_id} before it (NOTEBOOK_FIXES)")
+    return changes
+
+
+def _cell_frameworks(cell) -> set:
+    tags = _framework_tags(cell)
+    if "both-frameworks" in tags:
+        return {"tf", "pt"}
+    return set(_FW_OF_TAG[tags[0]]) if tags else set()
+
+
+def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> list:
     """Split import cells, tag and mark the cells of one framework; return what changed.
 
     Idempotent; changes sources and tags only (never outputs). Raises
@@ -328,7 +471,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook") -> list:
     from .notebook import marker
 
     cells = notebook.get("cells", [])
-    changes = []
+    changes = _apply_fixes(notebook, stem, where) if stem else []
     # 1. Split the import cells that import both frameworks.
     index = 0
     while index < len(cells):
@@ -345,49 +488,68 @@ def mark_frameworks(notebook: dict, where: str = "notebook") -> list:
     code = [c for c in cells if c.get("cell_type") == "code" and SETUP_TAG not in _tags(c)]
     # 2. Tag the untagged cells that need a framework (names read from framework cells).
     analysed = []
+    imported = set()
     for cell in code:
-        free, defined, imports = _analyse(_source(cell))
-        analysed.append((cell, free, defined, imports))
+        tags = _framework_tags(cell)
+        if len(tags) > 1 and not (len(tags) == 2 and "both-frameworks" in tags
+                                  and {"tensorflow", "pytorch"} & set(tags)):
+            raise FrameworkMarkError(f"{where} cell {cell.get('id')}: framework tags {tags} (one, or a "
+                                     "tab's tensorflow/pytorch with both-frameworks)")
+        free, defined, imports, mutated, functions = _analyse(_source(cell))
+        analysed.append((cell, free, defined, imports, mutated, functions))
+        if imports:
+            imported |= defined
     defs = {"tf": set(), "pt": set()}
-    owner = {}
-    for _round in range(2):  # the second round knows every name a framework's cells define
-        owner = {}
+    names = {"tf": "TensorFlow", "pt": "PyTorch"}
+    for final in (False, True):  # the second round knows every name a framework's cells define
+        owner, touched = {}, {}  # name -> the frameworks whose cells defined / changed it
         seen = {"tf": set(), "pt": set()}
-        for cell, free, defined, imports in analysed:
+        for cell, free, defined, imports, mutated, functions in analysed:
             tags = _framework_tags(cell)
-            if len(tags) > 1:
-                raise FrameworkMarkError(f"{where} cell {cell.get('id')}: two framework tags {tags}")
-            needs = set(imports)
-            evidence = {}
+            needs, evidence, exists = set(imports), set(), set(imports)
             for name in free:
-                for fw in owner.get(name, ()):
-                    evidence.setdefault(fw, set()).add(name)
-                    needs.add(fw)
+                if owner.get(name) or touched.get(name):
+                    evidence.add(name)
+                    needs |= owner.get(name, set()) | touched.get(name, set())
+                    exists |= owner.get(name, set())
+            fws = _cell_frameworks(cell)
             if NEUTRAL_TAG in _tags(cell):
                 fws = set()
-            elif tags:
-                fws = set(_FW_OF_TAG[tags[0]])
-                if tags[0].endswith("-only") and needs - fws:
-                    raise FrameworkMarkError(
-                        f"{where} cell {cell.get('id')}: tagged {tags[0]} but reads "
-                        f"{sorted(set().union(*evidence.values()) or imports)} of the other framework: "
-                        "tag it both-frameworks (or framework-neutral if it runs under either)")
-            else:
+            elif len(fws) == 1 and exists - fws and final:  # a name this framework never defines
+                bad = sorted(n for n in evidence if owner.get(n, set()) - fws) or [
+                    f"imports of {names[fw]}" for fw in sorted(imports - fws)]
+                kind = "PyTorch's" if fws == {"tf"} else "TensorFlow's"
+                raise FrameworkMarkError(
+                    f"{where} cell {cell.get('id')} ({names[next(iter(fws))]}) reads {', '.join(bad)}, "
+                    f"which only {kind} cells or cells comparing both define: define them in a "
+                    "framework-neutral cell, or tag this cell both-frameworks too (it then runs only "
+                    "when both frameworks do)")
+            elif not tags and needs:
                 fws = needs
-                if _round == 1 and fws:
+                if final:
                     tag = "both-frameworks" if fws == {"tf", "pt"} else (
                         "tensorflow-only" if fws == {"tf"} else "pytorch-only")
                     cell.setdefault("metadata", {}).setdefault("tags", []).append(tag)
-                    why = ", ".join(sorted(set().union(*evidence.values()))) if evidence else "its imports"
+                    why = ", ".join(sorted(evidence)) if evidence else "its imports"
                     changes.append(f"{where}: tagged cell {cell.get('id')} {tag} (it reads {why})")
             for name in defined:
-                if len(fws) == 1:
+                if name in functions and not fws:  # a neutral cell's function: what its body reads
+                    owner[name] = set().union(*(owner.get(n, set()) | touched.get(n, set())
+                                                for n in functions[name]), set())
+                    owner[name] |= {fw for fw, roots in (("tf", _TF_NAMES), ("pt", _PT_NAMES))
+                                    if functions[name] & roots and not owner.get(name)}
+                elif len(fws) == 1:
                     (fw,) = fws
                     seen[fw].add(name)
                     other = "pt" if fw == "tf" else "tf"
                     owner[name] = set() if name in defs[other] else {fw}
                 else:
                     owner[name] = set(fws)
+            for name in defined:
+                touched.pop(name, None)
+            for name in mutated - imported:
+                if fws:
+                    touched[name] = touched.get(name, set()) | fws
         defs = seen
     # 3. The marker comments, from the tags (the cell source and its assignment edition's).
     for cell in code:
@@ -399,7 +561,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook") -> list:
                     f"{where} cell {cell.get('id')}: starts with a framework marker but has no framework "
                     f"tag: add one of {sorted(FRAMEWORK_MARKERS)} or remove the marker line")
             continue
-        want = FRAMEWORK_MARKERS[tags[0]]
+        want = FRAMEWORK_MARKERS["both-frameworks" if "both-frameworks" in tags else tags[0]]
         new = _with_marker(source, want)
         if new != source:
             cell["source"] = new.splitlines(keepends=True)
@@ -424,7 +586,7 @@ def frameworks(paths, write: bool = True) -> list:
     for path in paths:
         path = Path(path)
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        changed = mark_frameworks(notebook, where=str(path))
+        changed = mark_frameworks(notebook, where=str(path), stem=path.stem)
         if changed and write:
             atomic_write(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
         changes += changed
