@@ -1,0 +1,155 @@
+"""One framework at a time: what the set-up cell of every chapter calls.
+
+Every chapter shows each framework-specific step twice, a TensorFlow cell and a
+PyTorch cell, and a few cells compare the two. A learner who has installed only
+one framework chooses it in the set-up cell (or with the environment variable
+``COURSE_FRAMEWORK``); :func:`use_frameworks` then makes the other framework's
+cells no-ops, so that the chapter runs top to bottom without it.
+
+The kernel never sees a cell's tags, so each such cell says which framework it
+needs on its first line, a marker comment (``python -m course_pkg.book
+frameworks`` writes them from the tags):
+
+=====================================  ==========================================
+first line                             runs when the choice is
+=====================================  ==========================================
+``# TensorFlow``                       ``tensorflow`` or ``both`` (a tab's cell)
+``# PyTorch``                          ``pytorch`` or ``both`` (a tab's cell)
+``# TensorFlow only``                  ``tensorflow`` or ``both`` (no PyTorch twin)
+``# PyTorch only``                     ``pytorch`` or ``both`` (no TensorFlow twin)
+``# Both frameworks: compares ...``    ``both`` only
+=====================================  ==========================================
+
+A skipped tab cell prints nothing (its twin in the other framework runs); a
+skipped ``only`` or comparison cell prints one line saying why it was skipped.
+
+Imports no framework (it imports TensorFlow itself only when TensorFlow is chosen).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+CHOICES = ("both", "pytorch", "tensorflow")
+ENV = "COURSE_FRAMEWORK"
+
+_NAMES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}
+_MARKER = re.compile(r"^#\s*(?:(?P<fw>TensorFlow|PyTorch)(?P<only>\s+only)?|(?P<both>Both frameworks))"
+                     r"\s*(?::.*)?$")
+
+
+def resolve(choice: str | None = "") -> str:
+    """The framework choice: ``choice`` if given, else ``$COURSE_FRAMEWORK``, else ``"both"``.
+
+    Case and surrounding spaces are ignored; anything but ``"pytorch"``,
+    ``"tensorflow"`` or ``"both"`` raises ``ValueError`` naming the choices.
+    """
+    if choice is not None and not isinstance(choice, str):
+        raise TypeError(f"the framework choice must be a string, not {type(choice).__name__}")
+    source = "the framework choice"
+    if not (choice or "").strip():
+        choice, source = os.environ.get(ENV, ""), f"${ENV}"
+    choice = (choice or "").strip().lower() or "both"
+    if choice not in CHOICES:
+        raise ValueError(f"{source} is {choice!r}: choose one of {', '.join(map(repr, CHOICES))}")
+    return choice
+
+
+def marker(first_line: str):
+    """What a cell's first line says it needs: ``(kind, framework)`` or ``None`` for any cell.
+
+    ``kind`` is ``"tab"`` (``# PyTorch``), ``"only"`` (``# PyTorch only``) or
+    ``"both"`` (``# Both frameworks: ...``, framework ``None``); ``framework``
+    is ``"tensorflow"`` or ``"pytorch"``.
+    """
+    match = _MARKER.match(first_line.strip())
+    if match is None:
+        return None
+    if match["both"]:
+        return "both", None
+    framework = "tensorflow" if match["fw"] == "TensorFlow" else "pytorch"
+    return ("only" if match["only"] else "tab"), framework
+
+
+def skip_reason(source: str, choice: str):
+    """Why a cell with this ``source`` is skipped under ``choice``: a line to print, ``""``
+    (skipped silently) or ``None`` (the cell runs)."""
+    first = source.lstrip("\n").split("\n", 1)[0]
+    found = marker(first)
+    if found is None or choice == "both":
+        return None
+    kind, framework = found
+    running = f"running {_NAMES[choice]} only, COURSE_FRAMEWORK={choice}"
+    if kind == "both":
+        return f"skipped: this cell compares TensorFlow and PyTorch ({running})"
+    if framework == choice:
+        return None
+    if kind == "only":
+        return f"skipped: this cell needs {_NAMES[framework]} ({running})"
+    return ""
+
+
+class _SkipOtherFramework:
+    """An IPython input transformer: a cell the choice excludes becomes a no-op."""
+
+    def __init__(self, choice: str):
+        self.choice = choice
+
+    def __call__(self, lines: list) -> list:
+        reason = skip_reason("".join(lines), self.choice)
+        if reason is None:
+            return lines
+        return [f"print({reason!r})\n"] if reason else ["pass\n"]
+
+
+def quiet_tensorflow() -> None:
+    """Import TensorFlow and list its devices with the process's stderr closed.
+
+    TensorFlow's start-up lines about CUDA ignore ``TF_CPP_MIN_LOG_LEVEL``; this
+    keeps them out of the notebook.
+    """
+    stderr, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        import tensorflow
+
+        tensorflow.config.list_physical_devices()
+    finally:
+        os.dup2(stderr, 2)
+        os.close(stderr)
+        os.close(null)
+
+
+def use_frameworks(choice: str | None = "", shell=None) -> str:
+    """Run this notebook with ``choice`` (see :func:`resolve`); return the resolved choice.
+
+    In IPython (``shell``, default the running one) it registers an input
+    transformer that turns every cell marked for a framework not chosen into a
+    no-op (calling it again replaces it). It sets ``$COURSE_FRAMEWORK`` to the
+    choice, and imports TensorFlow, quietly, only when TensorFlow is chosen.
+    """
+    choice = resolve(choice)
+    os.environ[ENV] = choice
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            get_ipython = None
+        shell = get_ipython() if get_ipython else None
+    if shell is not None:
+        transformers = shell.input_transformers_cleanup
+        transformers[:] = [t for t in transformers if not isinstance(t, _SkipOtherFramework)]
+        transformers.append(_SkipOtherFramework(choice))
+    if choice == "both":
+        import importlib.util
+
+        for module, framework in (("tensorflow", "tensorflow"), ("torch", "pytorch")):
+            if importlib.util.find_spec(module) is None:
+                other = "pytorch" if framework == "tensorflow" else "tensorflow"
+                raise ModuleNotFoundError(
+                    f"{_NAMES[framework]} is not installed, and this notebook runs both frameworks: "
+                    f"choose one in the set-up cell (FRAMEWORK = {other!r}) or set {ENV}={other}")
+    if choice in ("tensorflow", "both"):
+        quiet_tensorflow()
+    return choice
