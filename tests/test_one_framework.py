@@ -1,6 +1,7 @@
 """One framework at a time: the set-up cell's choice, the input transformer that skips the
 other framework's cells, and the marks (tags and first-line markers) of every notebook."""
 
+import ast
 import copy
 import json
 import os
@@ -202,17 +203,37 @@ def test_markers_and_tags_agree(path):
     assert changes == [], "run: python -m course_pkg.book frameworks\n" + "\n".join(changes)
 
 
+def _imported_roots(source):
+    """The top-level packages a cell's code imports (a script inside a string literal does not count)."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]  # magics
+    roots = set()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+            if node.module == "course_pkg":
+                roots.update(alias.name for alias in node.names if alias.name in ("tensorflow", "torch"))
+    return roots
+
+
+def test_imported_roots_reads_code_not_strings():
+    assert _imported_roots("import torch.nn.functional as F\nfrom keras import ops") == {"torch", "keras"}
+    assert _imported_roots('SCRIPT = """\nimport torch\n"""\nprint(SCRIPT)') == set()
+    assert _imported_roots("from course_pkg import tensorflow as ctf") == {"course_pkg", "tensorflow"}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_each_framework_has_its_own_import_cell(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        source, tags = _source(cell), _tags(cell)
-        if "import tensorflow" in source or "import keras" in source.replace("import keras_", ""):
+        roots, tags = _imported_roots(_source(cell)), _tags(cell)
+        if roots & {"tensorflow", "keras"}:
             assert {"tensorflow", "tensorflow-only", "both-frameworks"} & set(tags), \
                 f"{path.name} cell {cell.get('id')} imports TensorFlow untagged"
-        if "import torch" in source:
+        if "torch" in roots:
             assert {"pytorch", "pytorch-only", "both-frameworks"} & set(tags), \
                 f"{path.name} cell {cell.get('id')} imports PyTorch untagged"
 
