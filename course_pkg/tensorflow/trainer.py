@@ -174,7 +174,7 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of replicas that share each batch: 1 without distribution."""
+        """The number of replicas that share each batch (1 without distribution)."""
         return 1 if self._strategy is None else int(self._strategy.num_replicas_in_sync)
 
     @property

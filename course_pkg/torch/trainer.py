@@ -150,7 +150,7 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of processes that share each batch: 1 without distribution."""
+        """The number of processes that share each batch (1 without distribution)."""
         return self._world or 1
 
     @property
