@@ -478,9 +478,10 @@ def _default_device(world):
     return torch.device("cuda", index)
 
 
-def _rows(batch, rank, world):
-    """This process's rows of a batch of ``batch`` rows, and their weight (0.0 for an empty share)."""
-    start, stop = batch * rank // world, batch * (rank + 1) // world
+def _rows(batch, replica, replicas):
+    """This replica's rows of a batch of ``batch`` rows (a slice), and their weight: 0.0 for an empty
+    share (a last batch smaller than the replicas), which runs one stand-in row that counts for nothing."""
+    start, stop = batch * replica // replicas, batch * (replica + 1) // replicas
     if stop > start:
         return slice(start, stop), 1.0
-    return slice(0, 1), 0.0  # a stand-in row that counts for nothing
+    return slice(0, 1), 0.0
