@@ -40,6 +40,7 @@ from training_speed import (  # noqa: E402  (this folder is on sys.path when run
     ROUNDS,
     STEPS_PER_ROUND,
     VOCAB,
+    keras_train_step,
     make_tokens,
     time_pair,
 )
@@ -78,29 +79,18 @@ def tensorflow_steps():
     import tensorflow as tf
 
     from course_pkg import tensorflow as cp
-    from course_pkg.tensorflow.attention import set_fused_attention
 
     keras.utils.set_random_seed(0)
     src, tgt_in, tgt_out = (tf.constant(t) for t in make_tokens())
     model = cp.Transformer(LAYERS, D_MODEL, HEADS, DFF, VOCAB, VOCAB, LENGTH, DROPOUT)
-    model(src, tgt_in)  # build
 
     def make_step(fused):
-        optimizer = keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
-
-        @tf.function
-        def traced():
-            with tf.GradientTape() as tape:
-                loss = cp.masked_loss(tgt_out, model(src, tgt_in, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        previous = set_fused_attention(fused)
+        traced = keras_train_step(model, src, tgt_in, tgt_out)
+        previous = cp.set_fused_attention(fused)
         try:
             traced()  # trace under this setting; later calls reuse the traced graph
         finally:
-            set_fused_attention(previous)
+            cp.set_fused_attention(previous)
         return traced
 
     return make_step(True), make_step(False)
