@@ -12,7 +12,7 @@ the Keras plumbing, so that each class reads like its PyTorch twin:
 * ``get_config()`` starts from Keras' own keys (name, dtype, trainable), to
   which each class adds its constructor arguments.
 
-The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`) start
+The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`, :func:`dropout_layer`) start
 from the same distributions as their PyTorch twins and are built at
 construction: Keras creates weights lazily, on the first call, but the course
 builds every leaf right away (the input width is always known) so that a
@@ -93,6 +93,11 @@ def layer_norm(d_model: int, eps: float = LAYER_NORM_EPSILON, name=None,
     layer = layers.LayerNormalization(epsilon=check_epsilon(eps), name=name, dtype=dtype)
     layer.build((None, d_model))
     return layer
+
+
+def dropout_layer(rate: float, name=None, dtype=None) -> layers.Dropout:
+    """Keras' ``Dropout`` (the PyTorch twin draws its CPU mask faster than ``nn.Dropout``)."""
+    return layers.Dropout(rate, name=name, dtype=dtype)
 
 
 def embedding(vocab_size: int, d_model: int, name=None, dtype=None) -> layers.Embedding:

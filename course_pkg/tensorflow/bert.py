@@ -6,7 +6,6 @@ over ``vocab`` tokens.
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .. import huggingface as _hf
 from .._checks import (
@@ -17,7 +16,7 @@ from .._checks import (
     check_padding_mask_2d,
     check_positive,
 )
-from ._layers import Bias, Model, dense, embedding, layer_norm
+from ._layers import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
 from .positional import LearnedPositionalEncoding, check_tokens
@@ -91,7 +90,7 @@ class BERT(Model):
                                                             dtype=policy)
         self.segment_embedding = embedding(type_vocab_size, d_model, "segment_embedding", policy)
         self.embedding_norm = layer_norm(d_model, layer_norm_eps, name="embedding_norm", dtype=policy)
-        self.embedding_dropout = layers.Dropout(dropout, dtype=policy)
+        self.embedding_dropout = dropout_layer(dropout, dtype=policy)
         self.blocks = [
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=False, activation=activation,
                          layer_norm_eps=layer_norm_eps, name=f"block_{i}", dtype=policy)

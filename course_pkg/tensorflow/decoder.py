@@ -8,10 +8,9 @@ features each. Step-by-step decoding feeds ``new`` target positions after the
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
@@ -76,10 +75,10 @@ class DecoderLayer(Layer):
         if cross_attention:
             self.norm2 = layer_norm(d_model, layer_norm_eps, name="norm2", dtype=policy)
         self.norm3 = layer_norm(d_model, layer_norm_eps, name="norm3", dtype=policy)
-        self.dropout1 = layers.Dropout(dropout, dtype=policy)
+        self.dropout1 = dropout_layer(dropout, dtype=policy)
         if cross_attention:
-            self.dropout2 = layers.Dropout(dropout, dtype=policy)
-        self.dropout3 = layers.Dropout(dropout, dtype=policy)
+            self.dropout2 = dropout_layer(dropout, dtype=policy)
+        self.dropout3 = dropout_layer(dropout, dtype=policy)
         self.built = True
 
     def _check_enc_output(self, enc_output):
@@ -188,7 +187,7 @@ class Decoder(Layer):
         self.cross_attention = check_flag("cross_attention", cross_attention)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len, name="embedding",
                                              dtype=self.dtype_policy)
-        self.embedding_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.embedding_dropout = dropout_layer(dropout, dtype=self.dtype_policy)
         self.layers = [
             DecoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
                          layer_norm_eps=layer_norm_eps, cross_attention=cross_attention,

@@ -5,10 +5,9 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 """
 
 import keras
-from keras import layers
 
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
@@ -61,8 +60,8 @@ class EncoderLayer(Layer):
                                dtype=self.dtype_policy)
         self.norm1 = layer_norm(d_model, layer_norm_eps, name="norm1", dtype=self.dtype_policy)
         self.norm2 = layer_norm(d_model, layer_norm_eps, name="norm2", dtype=self.dtype_policy)
-        self.dropout1 = layers.Dropout(dropout, dtype=self.dtype_policy)
-        self.dropout2 = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout1 = dropout_layer(dropout, dtype=self.dtype_policy)
+        self.dropout2 = dropout_layer(dropout, dtype=self.dtype_policy)
         self.built = True
 
     def call(self, x, mask=None, return_attention=False, training=None):
@@ -118,7 +117,7 @@ class Encoder(Layer):
         self.layer_norm_eps = check_epsilon(layer_norm_eps)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len, name="embedding",
                                              dtype=self.dtype_policy)
-        self.embedding_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.embedding_dropout = dropout_layer(dropout, dtype=self.dtype_policy)
         self.layers = [
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
                          layer_norm_eps=layer_norm_eps, name=f"layer_{i}", dtype=self.dtype_policy)

@@ -6,10 +6,9 @@ out, ``dff`` hidden features.
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .._checks import check_activation, check_dropout, check_positive
-from ._layers import Layer, dense
+from ._layers import Layer, dense, dropout_layer
 
 
 def gelu(x):
@@ -50,7 +49,7 @@ class FeedForward(Layer):
         self.d_model, self.dff, self.dropout = d_model, dff, dropout
         self.activation = check_activation(activation)
         self.w1 = dense(d_model, dff, "w1", self.dtype_policy)
-        self.hidden_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.hidden_dropout = dropout_layer(dropout, dtype=self.dtype_policy)
         self.w2 = dense(dff, d_model, "w2", self.dtype_policy)
         self.built = True
 

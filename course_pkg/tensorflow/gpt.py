@@ -9,12 +9,11 @@ tokens.
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import layers
 
 from .. import huggingface as _hf
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
 from .._generation import check_generation, left_align, sample_next
-from ._layers import Model, dense, embedding, layer_norm
+from ._layers import Model, dense, dropout_layer, embedding, layer_norm
 from .bert import padding_mask_2d
 from .decoder import DecoderLayer
 from .masks import create_look_ahead_mask
@@ -107,7 +106,7 @@ class GPT(Model):
         self.token_embedding = embedding(vocab_size, d_model, "token_embedding", policy)
         self.position_embedding = LearnedPositionalEncoding(max_len, d_model, name="position_embedding",
                                                             dtype=policy)
-        self.embedding_dropout = layers.Dropout(dropout, dtype=policy)
+        self.embedding_dropout = dropout_layer(dropout, dtype=policy)
         self.blocks = [
             DecoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                          layer_norm_eps=layer_norm_eps, cross_attention=False, name=f"block_{i}",

@@ -6,10 +6,9 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .._checks import check_dropout, check_positive
-from ._layers import Layer, dense
+from ._layers import Layer, dense, dropout_layer
 
 
 def select_token(x, token_index):
@@ -64,7 +63,7 @@ class ClassificationHead(Layer):
             raise ValueError(f"token_index must be an int, got {token_index!r}")
         self.d_model, self.num_classes, self.dropout = d_model, num_classes, dropout
         self.token_index = token_index
-        self.state_dropout = layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.state_dropout = dropout_layer(dropout, dtype=self.dtype_policy)
         self.classifier = dense(d_model, num_classes, "classifier", self.dtype_policy)
         self.built = True
 

@@ -9,12 +9,11 @@ together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors
 
 import keras
 import tensorflow as tf
-from keras import layers
 
 from .. import huggingface as _hf
 from .._checks import check_activation, check_choice, check_dropout, check_positive
 from .._image_checks import check_images, check_patch_grid, check_pooling
-from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, embedding, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
 
@@ -157,7 +156,7 @@ class ViT(Model):
                             if pooling == "cls" else None)  # (1, d_model)
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model,
                                                             name="position_embedding", dtype=policy)
-        self.embedding_dropout = layers.Dropout(dropout, dtype=policy)
+        self.embedding_dropout = dropout_layer(dropout, dtype=policy)
         self.blocks = [
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                          layer_norm_eps=layer_norm_eps, name=f"layer_{i}", dtype=policy)

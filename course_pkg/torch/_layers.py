@@ -9,7 +9,7 @@ both frameworks share:
   name, dtype, trainable), to which each class adds its constructor arguments;
 * ``from_config(config)`` builds the layer back from it, as in Keras.
 
-The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`) start
+The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`, :func:`dropout`) start
 from the same distributions as their Keras twins: PyTorch and Keras initialise
 differently by default (Kaiming-uniform vs Glorot-uniform kernels, N(0, 1) vs
 U(-0.05, 0.05) embeddings), so the course builds every leaf through these
@@ -59,6 +59,32 @@ def layer_norm(d_model: int, eps: float = LAYER_NORM_EPSILON) -> nn.LayerNorm:
     BERT uses 1e-12, GPT-2 1e-5: the layers take it as ``layer_norm_eps``.
     """
     return nn.LayerNorm(d_model, eps=check_epsilon(eps))
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` whose mask, on the CPU, is drawn as uniform numbers compared with the rate.
+
+    The same distribution (each element kept with probability ``1 - p`` and scaled by
+    ``1 / (1 - p)``, the identity in eval mode), from a different random stream: on the CPU,
+    ``nn.Dropout`` draws its mask with ``bernoulli_``, about twice as slow as ``torch.rand`` and
+    a comparison (forward and backward), and the Bernoulli draws took about a quarter of a
+    training step of the course's Transformer there (``benchmarks/training_speed.py``). On
+    other devices ``nn.Dropout``'s fused kernel runs.
+
+    Shape:
+        (...) -> (...), the input's shape and dtype.
+    """
+
+    def forward(self, x):
+        if not self.training or self.p in (0.0, 1.0) or self.inplace or x.device.type != "cpu":
+            return super().forward(x)
+        keep = torch.rand(x.shape, device=x.device) >= self.p  # (...): True with probability 1 - p
+        return x * (keep.to(x.dtype) * (1.0 / (1.0 - self.p)))  # (...)
+
+
+def dropout_layer(rate: float) -> Dropout:
+    """The course's :class:`Dropout` (Keras' ``Dropout`` in TensorFlow)."""
+    return Dropout(rate)
 
 
 def embedding(vocab_size: int, d_model: int) -> nn.Embedding:

@@ -16,7 +16,7 @@ from .._checks import (
     check_padding_mask_2d,
     check_positive,
 )
-from ._layers import Bias, Model, dense, embedding, layer_norm
+from ._layers import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
 from .masks import _token_ids
@@ -88,7 +88,7 @@ class BERT(Model):
         self.position_embedding = LearnedPositionalEncoding(max_len, d_model)
         self.segment_embedding = embedding(type_vocab_size, d_model)
         self.embedding_norm = layer_norm(d_model, layer_norm_eps)
-        self.embedding_dropout = nn.Dropout(dropout)
+        self.embedding_dropout = dropout_layer(dropout)
         self.blocks = nn.ModuleList(
             [EncoderLayer(d_model, num_heads, dff, dropout, norm_first=False, activation=activation,
                           layer_norm_eps=layer_norm_eps) for _ in range(num_layers)]

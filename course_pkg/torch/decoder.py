@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
@@ -73,10 +73,10 @@ class DecoderLayer(Layer):
         if cross_attention:
             self.norm2 = layer_norm(d_model, layer_norm_eps)
         self.norm3 = layer_norm(d_model, layer_norm_eps)
-        self.dropout1 = nn.Dropout(dropout)
+        self.dropout1 = dropout_layer(dropout)
         if cross_attention:
-            self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
+            self.dropout2 = dropout_layer(dropout)
+        self.dropout3 = dropout_layer(dropout)
 
     def _check_enc_output(self, enc_output):
         if self.cross_attention and enc_output is None:
@@ -182,7 +182,7 @@ class Decoder(Layer):
         self.layer_norm_eps = check_epsilon(layer_norm_eps)
         self.cross_attention = check_flag("cross_attention", cross_attention)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
-        self.embedding_dropout = nn.Dropout(dropout)
+        self.embedding_dropout = dropout_layer(dropout)
         self.layers = nn.ModuleList(
             [DecoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
                           layer_norm_eps=layer_norm_eps, cross_attention=cross_attention)

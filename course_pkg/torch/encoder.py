@@ -7,7 +7,7 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 from torch import nn
 
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
@@ -58,8 +58,8 @@ class EncoderLayer(Layer):
         self.ffn = FeedForward(d_model, dff, dropout, activation=activation)
         self.norm1 = layer_norm(d_model, layer_norm_eps)
         self.norm2 = layer_norm(d_model, layer_norm_eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.dropout1 = dropout_layer(dropout)
+        self.dropout2 = dropout_layer(dropout)
 
     def forward(self, x, mask=None, return_attention=False):
         # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
@@ -113,7 +113,7 @@ class Encoder(Layer):
         self.activation = check_activation(activation)
         self.layer_norm_eps = check_epsilon(layer_norm_eps)
         self.embedding = PositionalEmbedding(vocab_size, d_model, max_len)
-        self.embedding_dropout = nn.Dropout(dropout)
+        self.embedding_dropout = dropout_layer(dropout)
         self.layers = nn.ModuleList(
             [EncoderLayer(d_model, num_heads, dff, dropout, norm_first=norm_first, activation=activation,
                           layer_norm_eps=layer_norm_eps) for _ in range(num_layers)]

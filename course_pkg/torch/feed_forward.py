@@ -5,10 +5,9 @@ out, ``dff`` hidden features.
 """
 
 import torch
-from torch import nn
 
 from .._checks import check_activation, check_dropout, check_positive
-from ._layers import Layer, dense
+from ._layers import Layer, dense, dropout_layer
 
 
 def gelu(x):
@@ -48,7 +47,7 @@ class FeedForward(Layer):
         self.d_model, self.dff, self.dropout = d_model, dff, dropout
         self.activation = check_activation(activation)
         self.w1 = dense(d_model, dff)
-        self.hidden_dropout = nn.Dropout(dropout)
+        self.hidden_dropout = dropout_layer(dropout)
         self.w2 = dense(dff, d_model)
 
     def forward(self, x):

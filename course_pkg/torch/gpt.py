@@ -13,7 +13,7 @@ from torch import nn
 from .. import huggingface as _hf
 from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
 from .._generation import check_generation, left_align, sample_next
-from ._layers import Model, dense, embedding, layer_norm
+from ._layers import Model, dense, dropout_layer, embedding, layer_norm
 from .bert import padding_mask_2d
 from .decoder import DecoderLayer
 from .decoding import _inference
@@ -100,7 +100,7 @@ class GPT(Model):
         self.tie_embeddings = check_flag("tie_embeddings", tie_embeddings)
         self.token_embedding = embedding(vocab_size, d_model)
         self.position_embedding = LearnedPositionalEncoding(max_len, d_model)
-        self.embedding_dropout = nn.Dropout(dropout)
+        self.embedding_dropout = dropout_layer(dropout)
         self.blocks = nn.ModuleList(
             [DecoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                           layer_norm_eps=layer_norm_eps, cross_attention=False) for _ in range(num_layers)]

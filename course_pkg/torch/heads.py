@@ -5,10 +5,9 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 """
 
 import torch
-from torch import nn
 
 from .._checks import check_dropout, check_positive
-from ._layers import Layer, dense
+from ._layers import Layer, dense, dropout_layer
 
 
 def select_token(x, token_index):
@@ -62,7 +61,7 @@ class ClassificationHead(Layer):
             raise ValueError(f"token_index must be an int, got {token_index!r}")
         self.d_model, self.num_classes, self.dropout = d_model, num_classes, dropout
         self.token_index = token_index
-        self.state_dropout = nn.Dropout(dropout)
+        self.state_dropout = dropout_layer(dropout)
         self.classifier = dense(d_model, num_classes)
 
     def forward(self, x, token_index=None):

@@ -14,7 +14,7 @@ from torch import nn
 from .. import huggingface as _hf
 from .._checks import check_activation, check_choice, check_dropout, check_positive
 from .._image_checks import check_images, check_patch_grid, check_pooling
-from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, embedding, layer_norm
+from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
 
@@ -150,7 +150,7 @@ class ViT(Model):
         self.patch_embedding = PatchEmbedding(patch_size, num_channels, d_model)
         self.class_token = embedding(1, d_model) if pooling == "cls" else None  # (1, d_model)
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model)
-        self.embedding_dropout = nn.Dropout(dropout)
+        self.embedding_dropout = dropout_layer(dropout)
         self.blocks = nn.ModuleList([
             EncoderLayer(d_model, num_heads, dff, dropout, norm_first=True, activation=activation,
                          layer_norm_eps=layer_norm_eps)
