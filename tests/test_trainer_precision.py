@@ -101,3 +101,46 @@ def test_fp16_loss_scale_is_saved_and_restored(fw, tmp_path):
 
 def test_loss_scale_is_none_outside_fp16(fw):
     assert fw.cp.Trainer(tiny_model(fw), warmup_steps=4).loss_scale is None
+
+
+def precision_trainer(fw, precision):
+    """A fresh Trainer of the tiny model in ``precision`` (4 warm-up steps, seed 0)."""
+    dtype = POLICIES[precision] if fw.name == "tensorflow" else None
+    model = tiny_model(fw, **({} if dtype is None else {"dtype": dtype}))
+    return fw.cp.Trainer(model, warmup_steps=4, seed=0, precision=precision)
+
+
+def adam_moments(trainer):
+    """Adam's first and second moments of every weight, in the optimizer's order, as NumPy arrays."""
+    optimizer = getattr(trainer.optimizer, "inner_optimizer", trainer.optimizer)  # Keras fp16 wraps it
+    if hasattr(optimizer, "state_dict"):  # torch
+        state = optimizer.state_dict()["state"]
+        return [state[i][key].numpy() for i in sorted(state) for key in ("exp_avg", "exp_avg_sq")]
+    return [v.numpy() for v in optimizer.variables if "momentum" in v.path or "velocity" in v.path]
+
+
+@pytest.mark.parametrize("saved, resumed_in", [("fp16", "fp32"), ("fp32", "fp16"), ("bf16", "fp16")])
+def test_a_checkpoint_resumes_in_another_precision(fw, tmp_path, saved, resumed_in):
+    """Train in mixed precision on a GPU, go on in float32 on a laptop (and back): the weights are
+    float32 in every precision, so the weights, the optimizer's moments and the step count carry
+    over; a loss scale starts anew where there was none, and is dropped where none is used."""
+    batches = fw_batches(fw, copy_batches(3))
+    path = str(tmp_path / "ckpt")
+    trainer = precision_trainer(fw, saved)
+    with one_torch_thread():
+        for batch in batches[:2]:
+            trainer.train_step(*batch)
+        trainer.save(path)
+        resumed = precision_trainer(fw, resumed_in)
+        resumed.restore(path)
+        assert resumed.step == 2
+        assert resumed.learning_rate == pytest.approx(trainer.learning_rate, rel=1e-6)
+        want, got = model_weights(trainer.model), model_weights(resumed.model)
+        assert all(np.array_equal(got[k], want[k]) for k in want)
+        moments, saved_moments = adam_moments(resumed), adam_moments(trainer)
+        assert len(moments) == 2 * len(want) and any(np.abs(m).max() > 0 for m in saved_moments)
+        assert all(np.array_equal(a, b) for a, b in zip(moments, saved_moments))
+        fresh = precision_trainer(fw, resumed_in).loss_scale
+        assert resumed.loss_scale == fresh  # None, or the initial scale of a fresh fp16 trainer
+        logs = resumed.train_step(*batches[2])
+    assert np.isfinite(logs["loss"]) and resumed.step == 3

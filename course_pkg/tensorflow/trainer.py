@@ -53,6 +53,7 @@ from .losses import _masked_sums, masked_accuracy, masked_loss
 from .schedule import make_optimizer
 
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
+_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # precision: policy
 
 
 class Trainer:
@@ -111,7 +112,7 @@ class Trainer:
                  label_smoothing=0.1, pad_id=0, seed=None, precision="fp32"):
         check_label_smoothing(label_smoothing)
         self.precision = check_precision(precision)
-        policy = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[precision]
+        policy = _POLICIES[precision]
         if model.dtype_policy.name != policy:
             raise ValueError(f"precision={precision!r} needs a model built with dtype={policy!r} "
                              f"(Keras fixes a layer's dtype policy when it is made); this model's policy "
@@ -336,12 +337,18 @@ class Trainer:
                         checkpoint_path)
 
     # ---------------------------------------------------------------- checkpoints
-    def _checkpoint(self):
+    def _checkpoint(self, saved_precision=None):
         # Keras keeps dropout's random state in seed-generator variables that the
         # model's own checkpoint leaves out; saving them resumes dropout exactly.
         seeds = [v for v in self.model.non_trainable_variables if "seed_generator" in v.path]
-        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step,
-                                   seeds=seeds)
+        optimizer = self.optimizer
+        fp16, saved_fp16 = self.precision == "fp16", (saved_precision or self.precision) == "fp16"
+        if fp16 and not saved_fp16:  # read the Adam state into the inner optimizer; the scale starts anew
+            optimizer = self.optimizer.inner_optimizer
+        elif saved_fp16 and not fp16:  # read through a loss-scale wrapper, whose scale is then dropped
+            optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            optimizer.build(self.model.trainable_variables)
+        return tf.train.Checkpoint(model=self.model, optimizer=optimizer, step=self._step, seeds=seeds)
 
     def save(self, path):
         """Save a checkpoint to the directory ``path``, all at once.
@@ -413,8 +420,14 @@ class Trainer:
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
 
         The model must have the configuration of the saved one: otherwise
-        ``ValueError`` names the differing values and nothing is loaded. A
-        restore that fails on the way (damaged files, a tensor of another
+        ``ValueError`` names the differing values and nothing is loaded.
+        A checkpoint saved in another precision (``"fp32"``, ``"bf16"``,
+        ``"fp16"``) resumes too: the weights are float32 in each (the
+        Keras dtype policies ``float32``, ``mixed_bfloat16``, ``mixed_float16``), so the
+        weights, the optimizer's moments and the step count carry over; an
+        fp16 loss scale is dropped where the trainer uses none, and starts at
+        its initial value where the checkpoint had none.
+        A restore that fails on the way (damaged files, a tensor of another
         shape) puts every variable back: the model, the optimizer and the step
         count stay as they were.
 
@@ -442,6 +455,9 @@ class Trainer:
                              f"the directory, got {version!r:.60}")
         expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
         found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
+        saved_precision = _precision(found.get("dtype"))
+        if saved_precision is not None and _precision(expected.get("dtype")) is not None:
+            del expected["dtype"], found["dtype"]  # float32 weights in each: any precision reads them
         differences = config_differences(expected, found)
         if differences:
             raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
@@ -453,13 +469,22 @@ class Trainer:
         variables = self.model.variables + self.optimizer.variables + [self._step]
         before = [variable.numpy() for variable in variables]
         try:
-            self._checkpoint().read(prefix).assert_consumed()
+            self._checkpoint(saved_precision).read(prefix).assert_consumed()
         except Exception as err:  # OpError, IndexError, ValueError (shapes), AssertionError...
             for variable, value in zip(variables, before):
                 variable.assign(value)
             reason = " ".join(str(err).split())[:200]
             raise ValueError(f"checkpoint {prefix}.* could not be read (empty, truncated, damaged or of "
                              f"another model), nothing was loaded: {type(err).__name__}: {reason}") from None
+
+
+def _precision(dtype_config):
+    """The Trainer precision of a model config's ``dtype`` entry (a serialized Keras policy), or
+    ``None`` for a policy that no precision uses (its weights are not float32)."""
+    if not isinstance(dtype_config, dict):
+        return None
+    return {policy: precision for precision, policy in _POLICIES.items()}.get(
+        (dtype_config.get("config") or {}).get("name"))
 
 
 def _rows(batch, replica, replicas):

@@ -369,6 +369,11 @@ class Trainer:
 
         The model must have the configuration of the saved one: otherwise
         ``ValueError`` names the differing values and nothing is loaded.
+        A checkpoint saved in another precision (``"fp32"``, ``"bf16"``,
+        ``"fp16"``) resumes too: the weights are float32 in each, so the
+        weights, the optimizer's moments and the step count carry over; an
+        fp16 loss scale is dropped where the trainer uses none, and starts at
+        its initial value where the checkpoint had none.
         Everything is checked before anything is loaded (configuration, the
         weights' names and shapes, the optimizer's parameter groups, the
         random state), so a restore that fails leaves the model, the
