@@ -13,10 +13,21 @@ Two experiments (PyTorch only, CPU unless a GPU is at hand):
     python benchmarks/length_experiments.py               # both, ~10 minutes on 2 CPU cores
     python benchmarks/length_experiments.py --quick       # fewer steps and lengths, ~2 minutes
     python benchmarks/length_experiments.py --only timing
+    python benchmarks/length_experiments.py --save book/figures/data/length_experiments.json
+
+``--save PATH`` also writes the results, with the machine, the configuration, the load and the
+date of the measurement, as JSON (``book/figures/make_figures.py`` draws the book's figures
+from the file shipped at that path; it trains nothing itself).
 """
 
 import argparse
+import datetime
+import json
+import os
+import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -47,7 +58,7 @@ def accuracy_experiment(quick):
     references = [t for _, t in corpus.test]
     longest = max(len(src_tok.tokenize(s)) for s, _ in corpus.train + corpus.test) + 2
     scale = 0.25 if quick else 1.0
-    results = {}
+    results, record = {}, {}
     for name in ("GRU, no attention", "GRU + Bahdanau attention", "Transformer"):
         torch.manual_seed(0)
         if name == "Transformer":
@@ -69,13 +80,21 @@ def accuracy_experiment(quick):
         predictions = cpt.translate(model, sources, src_vocab, tgt_vocab, max_len=min(60, longest * 3))
         groups = accuracy_by_length(predictions, references, sources, tokenizer=src_tok.tokenize)
         results[name] = {n: acc for n, (_, acc) in groups.items()}
+        overall = exact_match(predictions, references)
+        record[name] = {"steps": steps, "train_cpu_seconds": round(cpu, 1), "exact_match": overall,
+                        "by_source_length": [{"length": n, "count": count, "exact_match": acc}
+                                             for n, (count, acc) in groups.items()]}
         print(f"{name:26s} {steps:5d} steps, {cpu:6.1f} CPU s, held-out exact match "
-              f"{100 * exact_match(predictions, references):6.2f}%", flush=True)
+              f"{100 * overall:6.2f}%", flush=True)
     lengths = sorted(next(iter(results.values())))
     print("\nexact match (%) by source length (tokens):")
     print(f"{'model':26s} " + " ".join(f"{n:>5d}" for n in lengths))
     for name, groups in results.items():
         print(f"{name:26s} " + " ".join(f"{100 * groups[n]:5.0f}" for n in lengths))
+    return {"corpus": "make_number_list_corpus('fr', 'en', max_number=19, min_items=2, max_items=12, "
+                      "size=20_000, seed=0)",
+            "test_examples": len(sources), "length": "source length in tokens (Tokenizer('fr'))",
+            "decoding": "greedy", "models": record}
 
 
 def timing_experiment(quick):
@@ -84,6 +103,7 @@ def timing_experiment(quick):
     vocab, batch = 40, 32
     lengths = [8, 32, 128] if quick else [8, 16, 32, 64, 128, 256]
     rounds = 3 if quick else 5
+    rows = []
     print(f"\ntraining-step time (ms, median of {rounds} interleaved steps), batch {batch}, "
           f"source = target length L, {'wall' if device.type == 'cuda' else 'CPU'} time on {device.type}:")
     print(f"{'L':>5s} {'GRU + attention':>16s} {'Transformer':>12s} {'ratio GRU/Tr.':>14s}")
@@ -98,12 +118,47 @@ def timing_experiment(quick):
         times = {k: [] for k in trainers}
         for r in range(rounds + 1):
             for k, trainer in trainers.items():
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
                 start = clock()
                 trainer.train_step(tokens[0], tokens[1], tokens[2])  # returns floats: synchronised
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
                 if r:  # the first round warms up
                     times[k].append(clock() - start)
         gru, tr = (1000 * float(np.median(times[k])) for k in ("gru", "transformer"))
+        rows.append({"length": length, "gru_attention_ms": round(gru, 2), "transformer_ms": round(tr, 2),
+                     "gru_attention_all_ms": [round(1000 * t, 2) for t in times["gru"]],
+                     "transformer_all_ms": [round(1000 * t, 2) for t in times["transformer"]],
+                     "load_average_1min": round(os.getloadavg()[0], 2)})
         print(f"{length:5d} {gru:16.1f} {tr:12.1f} {gru / tr:14.2f}", flush=True)
+    clock_name = "wall (synchronised)" if device.type == "cuda" else "CPU (process)"
+    return {"device": device.type, "clock": clock_name,
+            "batch": batch, "vocab": vocab, "rounds": rounds, "warm-up rounds": 1,
+            "step": "one Trainer.train_step (Adam), source length = target length = L",
+            "gru_attention": "Seq2Seq(vocab, vocab, 64, 128, attention='bahdanau')",
+            "transformer": "Transformer(2, 128, 4, 256, vocab, vocab, L + 1, dropout=0.0)",
+            "by_length": rows}
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(args):
+    """Where and how the measurement ran (the date is a plain field of the file, nothing more)."""
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "command": "python benchmarks/length_experiments.py " + " ".join(sys.argv[1:]),
+            "cpu": cpu_model(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "gpu": gpu, "torch": torch.__version__, "python": platform.python_version(),
+            "quick": args.quick}
 
 
 def main():
@@ -111,12 +166,21 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=["accuracy", "timing"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--save", type=Path, metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    record = {"machine": machine(args), "load_average_1_5_15": {}}
     if args.only != "timing":
-        accuracy_experiment(args.quick)
+        record["load_average_1_5_15"]["accuracy_start"] = [round(x, 2) for x in os.getloadavg()]
+        record["accuracy"] = accuracy_experiment(args.quick)
     if args.only != "accuracy":
-        timing_experiment(args.quick)
+        record["load_average_1_5_15"]["timing_start"] = [round(x, 2) for x in os.getloadavg()]
+        record["timing"] = timing_experiment(args.quick)
+    record["load_average_1_5_15"]["end"] = [round(x, 2) for x in os.getloadavg()]
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"\nwritten: {args.save}")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,16 @@ the figures and compares them byte for byte with the committed files). Every nam
 block is a name of the course: a class of ``course_pkg.torch`` / ``course_pkg.tensorflow``
 or one of its attributes (``self_attn``, ``norm1``, ``final_layer`` ...). The masks are
 computed by ``course_pkg.reference``, the NumPy oracle both frameworks are tested against.
+The two plots of chapter 6 (``length_*.svg``) are drawn from ``data/length_experiments.json``,
+measured once by ``python benchmarks/length_experiments.py --save
+book/figures/data/length_experiments.json``; nothing is trained here.
 
 Which chapter shows which figure (with its alt text) is listed in ``FIGURES``.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -19,6 +23,7 @@ import matplotlib
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -32,6 +37,12 @@ DENSE = "#d6ccef"     # dense / linear
 RNN = "#cfe8cf"       # recurrent cells
 GREY = "#eeeeee"
 SCALE = [1.0]  # font scale of the figure being drawn (a wide figure shrinks at page width)
+LENGTH_DATA = HERE / "data" / "length_experiments.json"
+# the three models of the length experiments: (key in the JSON file, matplotlib style, colour, marker
+# size); open circles around small squares, so that two curves on top of each other both show
+LENGTH_MODELS = [("GRU, no attention", "^:", "#777777", 5),
+                 ("GRU + Bahdanau attention", "o-", "#2f7d32", 8),
+                 ("Transformer", "s--", "#b03030", 4)]
 HEADS = ["#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a6761d", "#f781bf", "#999999"]
 
 # file -> (chapter notebook, alt text); the alt text is also what the book uses.
@@ -67,6 +78,17 @@ FIGURES = {
                   "matrix of 0s and 1s next to its picture, black where the matrix holds 1 "
                   "(blocked): the padding mask blocks the columns of the two pads, the look-ahead "
                   "mask the strict upper triangle, the combined mask both."),
+    "length_accuracy.svg": ("06_training", "Held-out exact match against source length, 3 to 23 tokens "
+                            "(2 to 12 numbers), of three models trained on chapter 2's lists: the GRU "
+                            "without attention falls from near 1 on the short lists to near 0 on the "
+                            "longest, while the GRU with Bahdanau attention and the Transformer stay at "
+                            "or next to 1 at every length, their two lines on top of each other."),
+    "length_step_time.svg": ("06_training", "Time of one training step against sequence length L, 8 to "
+                             "256, both axes logarithmic, for the GRU with Bahdanau attention and the "
+                             "Transformer on one CPU thread: at the shortest length the GRU's step is "
+                             "the cheaper, the two lines cross soon after, and from there the GRU's step "
+                             "grows faster with L than the Transformer's, so the gap widens with every "
+                             "doubling of the length."),
 }
 
 
@@ -434,6 +456,66 @@ def masks(path):
     save(fig, path)
 
 
+# ------------------------------------------------------------------- chapter 6: length experiments
+def _length_data():
+    return json.loads(LENGTH_DATA.read_text(encoding="utf-8"))
+
+
+def length_accuracy(path):
+    record = _length_data()
+    models = record["accuracy"]["models"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.9))
+    lengths = []
+    for name, style, colour, size in LENGTH_MODELS:
+        rows = models[name]["by_source_length"]
+        lengths = [r["length"] for r in rows]
+        ax.plot(lengths, [r["exact_match"] for r in rows], style, color=colour, markersize=size,
+                markerfacecolor="none" if size > 6 else colour,
+                label=f"{name} ({models[name]['steps']} steps)")
+    ax.set_xticks(lengths)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("source length (tokens)")
+    ax.set_ylabel("exact match (held out)")
+    top = ax.secondary_xaxis("top", functions=(lambda t: (t + 1) / 2, lambda n: 2 * n - 1))
+    top.set_xticks(range(2, 13))
+    top.set_xlabel("numbers in the list", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title("Chapter 2's lists: exact match by source length", fontsize=10)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def length_step_time(path):
+    record = _length_data()
+    timing, where = record["timing"], record["machine"]
+    rows = timing["by_length"]
+    lengths = [r["length"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 3.9))
+    for key, (name, style, colour, _) in zip(("gru_attention", "transformer"), LENGTH_MODELS[1:]):
+        ax.plot(lengths, [r[f"{key}_ms"] for r in rows], style, color=colour, markersize=5,
+                label=f"{name} (median of {timing['rounds']} steps)")
+        for r in rows:  # every timed step, faint: the spread of one run
+            ax.plot([r["length"]] * len(r[f"{key}_all_ms"]), r[f"{key}_all_ms"], ".", color=colour,
+                    alpha=0.5, markersize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.minorticks_off()
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("sequence length L (source = target)")
+    clock = "CPU" if timing["device"] == "cpu" else "wall-clock"
+    ax.set_ylabel(f"ms per training step ({clock} time)")
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(fontsize=8, loc="upper left")
+    threads = f", {where['torch_threads']} PyTorch thread{'s' if where['torch_threads'] > 1 else ''}" \
+        if timing["device"] == "cpu" else ""
+    ax.set_title(f"One Adam step, batch {timing['batch']}, on {where['gpu'] or where['cpu']}{threads}",
+                 fontsize=10)
+    fig.tight_layout()
+    save(fig, path)
+
+
 # ------------------------------------------------------------------- output
 def save(fig, path):
     fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
@@ -442,7 +524,8 @@ def save(fig, path):
 
 DRAW = {"transformer.svg": transformer, "seq2seq_bottleneck.svg": seq2seq_bottleneck,
         "seq2seq_attention.svg": seq2seq_attention, "multi_head.svg": multi_head,
-        "three_attentions.svg": three_attentions, "masks.svg": masks}
+        "three_attentions.svg": three_attentions, "masks.svg": masks,
+        "length_accuracy.svg": length_accuracy, "length_step_time.svg": length_step_time}
 
 
 def main(out=HERE):
