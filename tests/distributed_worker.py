@@ -5,6 +5,8 @@ processes (torch: gloo, spawned here) or WORLD logical CPU devices under a
 ``MirroredStrategy`` (TensorFlow), it writes to OUTDIR
 
 * ``one_step.npz``: the weights after one training step on batch 0;
+* ``fp16.npz``: an fp16 trainer's losses, loss scales and whether its weights moved, over a step
+  whose scaled gradients overflow (to be skipped on every replica alike) between two normal steps;
 * ``resumed.npz`` and checkpoint ``mid``: restored from checkpoint ``start``
   (written by the test in one process), three steps of ``fit`` on batches 3..5
   (validated on batches 6 and 7), then the step count, the learning rate, the
@@ -22,7 +24,15 @@ import numpy as np
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
 
-from training_helpers import copy_batches, fw_batches, model_weights, tiny_model, tiny_trainer  # noqa: E402
+from training_helpers import (  # noqa: E402
+    copy_batches,
+    fp16_trainer,
+    fw_batches,
+    model_weights,
+    set_loss_scale,
+    tiny_model,
+    tiny_trainer,
+)
 
 BATCHES = copy_batches(9)  # the test's batches: same seed
 
@@ -34,6 +44,9 @@ def run(fw, outdir):
     trainer.train_step(*batches[0])
     if trainer.is_chief:
         np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
+    fp16 = fp16_steps(fw, batches)
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "fp16.npz"), **fp16)
     trainer = tiny_trainer(fw)
     trainer.restore(os.path.join(outdir, "start"))
     history = trainer.fit(batches[3:6], valid_batches=batches[6:8], progress=False, time_budget=3600,
@@ -43,6 +56,24 @@ def run(fw, outdir):
                  loss=history["loss"][-1], val_loss=history["val_loss"][-1],
                  val_accuracy=history["val_accuracy"][-1], replicas=trainer.num_replicas,
                  **model_weights(trainer.model))
+
+
+def fp16_steps(fw, batches):
+    """An fp16 trainer of the tiny model through three steps on batches 1 to 3, under a loss scale of
+    2 ** 10 but for the middle one, which no float16 gradient survives (2 ** 60): that step must be
+    skipped (on every replica alike) and the scale halved. (The initial scale is not used: whether it
+    overflows depends on how many rows each replica sums.) Returns ``{"loss", "loss_scale", "moved"}``,
+    a list each, one entry per step, plus the final ``step`` and ``lr``."""
+    trainer = fp16_trainer(fw)
+    record = {"loss": [], "loss_scale": [], "moved": []}
+    for batch, scale in zip(batches[1:4], (2.0 ** 10, 2.0 ** 60, 2.0 ** 10)):
+        set_loss_scale(trainer, scale)
+        before = model_weights(trainer.model)
+        record["loss"].append(trainer.train_step(*batch)["loss"])
+        after = model_weights(trainer.model)
+        record["loss_scale"].append(trainer.loss_scale)
+        record["moved"].append(any(not np.array_equal(before[k], after[k]) for k in before))
+    return {**record, "step": trainer.step, "lr": trainer.learning_rate}
 
 
 def torch_process(rank, world, outdir):

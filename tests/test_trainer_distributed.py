@@ -11,11 +11,13 @@ import sys
 
 import numpy as np
 import pytest
+from distributed_worker import fp16_steps
 from training_helpers import copy_batches, fw_batches, model_weights, one_torch_thread, tiny_trainer
 
 WORLD = 2
 ONE_STEP_ATOL = 1e-6  # weights after one step: 2 x B/2 against B
 RESUMED_ATOL = 1e-5  # weights after 9 steps: one process, 2, then one again, against one throughout
+FP16_LOSS_ATOL = 0.02  # fp16 training losses, 2 x B/2 against B (float16 activations round apart)
 # The key projections' biases are left out of the weight comparisons: they add one constant to every
 # score of a softmax row, so their gradient is zero in exact arithmetic and rounding noise in floats,
 # which Adam's first steps divide by itself (g / (|g| + eps)): a step of up to the learning rate in
@@ -59,6 +61,21 @@ def test_one_step_on_two_halves_is_one_step_on_the_batch(fw, distributed_runs):
     assert logits_difference(fw, got, want) <= ONE_STEP_ATOL
     assert max(np.abs(want[k] - model_weights(tiny_trainer(fw).model)[k]).max() for k in want) > 1e-3, \
         "the step must move the weights for the comparison to mean anything"
+
+
+def test_fp16_skips_an_overflowing_step_on_every_replica(fw, distributed_runs):
+    """fp16 under DDP / MirroredStrategy: a step whose scaled gradients overflow is skipped on every
+    replica alike (no weight moves, the loss scale halves, the schedule waits), as in one process.
+    (Weights are not compared: Adam's first steps move each weight by about the learning rate in
+    the direction of its gradient's sign, which float16 rounding flips for the near-zero ones.)"""
+    got = np.load(os.path.join(distributed_runs(fw), "fp16.npz"))
+    with one_torch_thread():
+        want = fp16_steps(fw, fw_batches(fw, copy_batches(9)))
+    assert list(got["moved"]) == want["moved"] == [True, False, True]
+    assert list(got["loss_scale"]) == want["loss_scale"] == [2.0 ** 10, 2.0 ** 59, 2.0 ** 10]
+    assert int(got["step"]) == want["step"] == 3
+    assert float(got["lr"]) == pytest.approx(want["lr"], rel=1e-6)  # two updates made in each
+    assert np.abs(got["loss"] - np.array(want["loss"])).max() <= FP16_LOSS_ATOL
 
 
 def test_resumed_with_another_world_size_continues_the_schedule(fw, distributed_runs):

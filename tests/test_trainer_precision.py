@@ -2,7 +2,15 @@
 
 import numpy as np
 import pytest
-from training_helpers import copy_batches, fw_batches, model_weights, one_torch_thread, tiny_model
+from training_helpers import (
+    copy_batches,
+    fp16_trainer,
+    fw_batches,
+    model_weights,
+    one_torch_thread,
+    set_loss_scale,
+    tiny_model,
+)
 
 LOSS_TOLERANCE = 0.02  # absolute, on losses near 2.5 (< 1%); measured: at most about 7e-3 (TF bf16)
 POLICIES = {"fp32": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # Keras dtype policies
@@ -37,21 +45,6 @@ def test_precision_is_checked(fw):
 def test_tf_precision_needs_the_matching_dtype_policy(tf_fw):
     with pytest.raises(ValueError, match="mixed_bfloat16"):
         tf_fw.cp.Trainer(tiny_model(tf_fw), precision="bf16")
-
-
-def fp16_trainer(fw):
-    """A fresh fp16 Trainer of the tiny model (4 warm-up steps, seed 0)."""
-    model = tiny_model(fw, **({"dtype": "mixed_float16"} if fw.name == "tensorflow" else {}))
-    return fw.cp.Trainer(model, warmup_steps=4, seed=0, precision="fp16")
-
-
-def set_loss_scale(trainer, scale):
-    """Set the fp16 trainer's loss scale (after its first step: torch makes its scaler's state then)."""
-    if hasattr(trainer, "_scaler"):
-        trainer._scaler.update(float(scale))  # GradScaler.update(new_scale): the public way to set it
-    else:
-        trainer.optimizer.dynamic_scale.assign(float(scale))
-    assert trainer.loss_scale == scale
 
 
 def test_a_skipped_fp16_step_does_not_advance_the_schedule(fw):

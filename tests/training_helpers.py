@@ -66,6 +66,24 @@ def tiny_trainer(fw, **kwargs):
     return fw.cp.Trainer(tiny_model(fw), **{"warmup_steps": 4, "seed": 0, **kwargs})
 
 
+def fp16_trainer(fw):
+    """A fresh fp16 Trainer of the tiny model (4 warm-up steps, seed 0)."""
+    model = tiny_model(fw, **({"dtype": "mixed_float16"} if fw.name == "tensorflow" else {}))
+    return fw.cp.Trainer(model, warmup_steps=4, seed=0, precision="fp16")
+
+
+def set_loss_scale(trainer, scale):
+    """Set the fp16 trainer's loss scale (before its first step too)."""
+    if hasattr(trainer, "_scaler"):
+        if trainer._scaler._scale is None:  # torch makes the scaler's state on its first step, from this
+            trainer._scaler._init_scale = float(scale)
+            trainer._scaler._lazy_init_scale_growth_tracker(trainer.device)
+        trainer._scaler.update(float(scale))  # GradScaler.update(new_scale): the public way to set it
+    else:
+        trainer.optimizer.dynamic_scale.assign(float(scale))
+    assert trainer.loss_scale == scale
+
+
 def model_weights(model):
     """``{canonical name: NumPy array}`` of a model's weights."""
     from course_pkg import interop

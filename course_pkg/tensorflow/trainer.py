@@ -257,8 +257,9 @@ class Trainer:
             variables = self.model.trainable_variables
             gradients = tape.gradient(scaled, variables)
             if self.precision == "fp16":  # every replica must see the same overflow, and skip alike
-                gradients = [g / context.num_replicas_in_sync for g in
-                             context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)]
+                share = 1.0 / context.num_replicas_in_sync  # the optimizer sums the replicas' again
+                summed = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+                gradients = [_scaled(g, share) for g in summed]
             self.optimizer.apply_gradients(zip(gradients, variables))  # summed over the replicas there
             return tf.stack([loss_sum, tf.cast(hits, tf.float32), tf.cast(counted, tf.float32)]) * weight
 
@@ -476,6 +477,13 @@ class Trainer:
             reason = " ".join(str(err).split())[:200]
             raise ValueError(f"checkpoint {prefix}.* could not be read (empty, truncated, damaged or of "
                              f"another model), nothing was loaded: {type(err).__name__}: {reason}") from None
+
+
+def _scaled(gradient, factor):
+    """``gradient * factor`` for a dense gradient or the ``IndexedSlices`` of an embedding's."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(gradient.values * factor, gradient.indices, gradient.dense_shape)
+    return gradient * factor
 
 
 def _precision(dtype_config):
