@@ -1,8 +1,9 @@
 """The distributed half of tests/test_trainer_distributed.py, run in a subprocess.
 
-``python tests/distributed_worker.py FRAMEWORK WORLD OUTDIR``: with WORLD
-processes (torch: gloo, spawned here) or WORLD logical CPU devices under a
-``MirroredStrategy`` (TensorFlow), it writes to OUTDIR
+``python tests/distributed_worker.py SETTING WORLD OUTDIR``: with WORLD
+processes (``torch``: gloo, spawned here), WORLD logical CPU devices under a
+``MirroredStrategy`` (``tensorflow``) or WORLD worker processes under a
+``MultiWorkerMirroredStrategy`` (``tensorflow-workers``), it writes to OUTDIR
 
 * ``one_step.npz``: the weights after one training step on batch 0;
 * ``fp16.npz``: an fp16 trainer's losses, loss scales and whether its weights moved, over a step
@@ -90,6 +91,27 @@ def torch_process(rank, world, outdir):
         dist.destroy_process_group()
 
 
+def tensorflow_workers(world, outdir):
+    """WORLD worker processes on this machine under ``MultiWorkerMirroredStrategy`` (one CPU replica
+    each; ``TF_CONFIG`` names the cluster on localhost ports), as on several machines."""
+    import json
+    import socket
+    import subprocess
+
+    ports = []
+    for _ in range(world):
+        with socket.socket() as probe:
+            probe.bind(("localhost", 0))
+            ports.append(probe.getsockname()[1])
+    cluster = {"worker": [f"localhost:{port}" for port in ports]}
+    configs = [json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}) for i in range(world)]
+    workers = [subprocess.Popen([sys.executable, __file__, "tensorflow-worker", str(world), outdir],
+                                env={**os.environ, "TF_CONFIG": config}) for config in configs]
+    codes = [worker.wait(timeout=300) for worker in workers]
+    if any(codes):
+        raise SystemExit(f"worker exit codes {codes}")
+
+
 def main(framework, world, outdir):
     world = int(world)
     if framework == "torch":
@@ -97,13 +119,21 @@ def main(framework, world, outdir):
 
         mp.spawn(torch_process, args=(world, outdir), nprocs=world)
         return
+    if framework == "tensorflow-workers":
+        tensorflow_workers(world, outdir)
+        return
     import tensorflow as tf
-
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * world)
     from helpers import get_adapter
 
     fw = get_adapter("tensorflow")
+    if framework == "tensorflow-worker":  # one of tensorflow_workers' processes
+        strategy = fw.cp.init_distributed()  # MultiWorkerMirroredStrategy, from TF_CONFIG
+        assert strategy.num_replicas_in_sync == world
+        with strategy.scope():
+            run(fw, outdir)
+        return
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * world)
     strategy = fw.cp.init_distributed([f"/cpu:{i}" for i in range(world)])
     outside = tiny_model(fw)  # built outside the scope: the Trainer made inside it refuses it
     with strategy.scope():

@@ -1,5 +1,6 @@
-"""The Trainer on 2 processes (torch: DistributedDataParallel over gloo) or 2 replicas (TensorFlow:
-MirroredStrategy over 2 logical CPU devices), against the same Trainer in one process.
+"""The Trainer on 2 processes (torch: DistributedDataParallel over gloo), 2 replicas (TensorFlow:
+MirroredStrategy over 2 logical CPU devices) or 2 workers (TensorFlow: MultiWorkerMirroredStrategy,
+2 processes on localhost ports), against the same Trainer in one process.
 
 Each framework's distributed half runs once, in a subprocess (tests/distributed_worker.py), so
 that neither the process group nor the logical devices reach the other tests.
@@ -12,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from distributed_worker import fp16_steps
+from helpers import get_adapter
 from training_helpers import copy_batches, fw_batches, model_weights, one_torch_thread, tiny_trainer
 
 WORLD = 2
@@ -26,31 +28,44 @@ NOISE_ONLY = ".wk.bias"
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_worker.py")
 
 
+# Where the distributed half runs: torch on 2 processes (DDP); TensorFlow on 2 replicas in one process
+# (MirroredStrategy) and on 2 worker processes (MultiWorkerMirroredStrategy, as on 2 machines).
+SETTINGS = ["torch", "tensorflow", "tensorflow-workers"]
+
+
+@pytest.fixture(params=SETTINGS)
+def setting(request, distributed_runs):
+    """``(adapter, outdir)`` of one distributed setting's worker run."""
+    return get_adapter(request.param.split("-")[0]), distributed_runs(request.param)
+
+
 @pytest.fixture(scope="module")
 def distributed_runs(tmp_path_factory):
-    """``{framework: outdir}`` of the worker runs, made on first use."""
+    """``{setting: outdir}`` of the worker runs, made on first use."""
     cache = {}
 
-    def get(fw):
-        if fw.name not in cache:
-            outdir = tmp_path_factory.mktemp(f"distributed-{fw.name}")
+    def get(name):
+        if name not in cache:
+            fw = get_adapter(name.split("-")[0])
+            outdir = tmp_path_factory.mktemp(f"distributed-{name}")
             trainer = tiny_trainer(fw)  # the first 3 steps, in this process
             with one_torch_thread():
                 trainer.fit(fw_batches(fw, copy_batches(9))[:3], progress=False,
                             checkpoint_path=os.path.join(outdir, "start"))
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [os.path.dirname(os.path.dirname(WORKER)), os.environ.get("PYTHONPATH", "")])}
-            done = subprocess.run([sys.executable, WORKER, fw.name, str(WORLD), str(outdir)], env=env,
-                                  capture_output=True, text=True, timeout=300)
+            env.pop("TF_CONFIG", None)
+            done = subprocess.run([sys.executable, WORKER, name, str(WORLD), str(outdir)], env=env,
+                                  capture_output=True, text=True, timeout=400)
             assert done.returncode == 0, done.stderr[-3000:]
-            cache[fw.name] = outdir
-        return cache[fw.name]
+            cache[name] = outdir
+        return cache[name]
 
     return get
 
 
-def test_one_step_on_two_halves_is_one_step_on_the_batch(fw, distributed_runs):
-    outdir = distributed_runs(fw)
+def test_one_step_on_two_halves_is_one_step_on_the_batch(setting):
+    fw, outdir = setting
     trainer = tiny_trainer(fw)
     with one_torch_thread():
         trainer.train_step(*fw_batches(fw, copy_batches(9))[0])
@@ -63,12 +78,13 @@ def test_one_step_on_two_halves_is_one_step_on_the_batch(fw, distributed_runs):
         "the step must move the weights for the comparison to mean anything"
 
 
-def test_fp16_skips_an_overflowing_step_on_every_replica(fw, distributed_runs):
+def test_fp16_skips_an_overflowing_step_on_every_replica(setting):
     """fp16 under DDP / MirroredStrategy: a step whose scaled gradients overflow is skipped on every
     replica alike (no weight moves, the loss scale halves, the schedule waits), as in one process.
     (Weights are not compared: Adam's first steps move each weight by about the learning rate in
     the direction of its gradient's sign, which float16 rounding flips for the near-zero ones.)"""
-    got = np.load(os.path.join(distributed_runs(fw), "fp16.npz"))
+    fw, outdir = setting
+    got = np.load(os.path.join(outdir, "fp16.npz"))
     with one_torch_thread():
         want = fp16_steps(fw, fw_batches(fw, copy_batches(9)))
     assert list(got["moved"]) == want["moved"] == [True, False, True]
@@ -78,8 +94,8 @@ def test_fp16_skips_an_overflowing_step_on_every_replica(fw, distributed_runs):
     assert np.abs(got["loss"] - np.array(want["loss"])).max() <= FP16_LOSS_ATOL
 
 
-def test_resumed_with_another_world_size_continues_the_schedule(fw, distributed_runs):
-    outdir = distributed_runs(fw)
+def test_resumed_with_another_world_size_continues_the_schedule(setting):
+    fw, outdir = setting
     batches = fw_batches(fw, copy_batches(9))
     resumed = np.load(os.path.join(outdir, "resumed.npz"))
     assert int(resumed["replicas"]) == WORLD and int(resumed["step"]) == 6
@@ -125,7 +141,7 @@ def logits_difference(fw, got, want):
 
 
 def test_tf_refuses_a_model_built_outside_the_strategy_scope(tf_fw, distributed_runs):
-    with open(os.path.join(distributed_runs(tf_fw), "refused.txt")) as file:
+    with open(os.path.join(distributed_runs("tensorflow"), "refused.txt")) as file:
         assert "build the model inside the same" in file.read()
 
 

@@ -189,8 +189,8 @@ class Trainer:
         """``flag`` or-ed over the workers (so that all of them stop at the same step)."""
         if getattr(self._strategy, "cluster_resolver", None) is None:  # one process
             return flag
-        value = self._strategy.run(lambda: tf.constant(float(flag)))
-        return bool(self._strategy.reduce(tf.distribute.ReduceOp.MAX, value, axis=None).numpy())
+        value = self._strategy.run(lambda: tf.constant(float(flag)))  # ReduceOp has no MAX: a sum > 0
+        return bool(self._strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy() > 0)
 
     def _tokens(self, tokens):
         tokens = tf.convert_to_tensor(tokens)
