@@ -23,13 +23,14 @@ Run:  python benchmarks/training_speed.py [--framework torch|tensorflow|both]
 
 import argparse
 import os
-import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
+
+from course_pkg.timing import median_times  # noqa: E402
 
 BATCH, LENGTH, D_MODEL, HEADS, DFF, LAYERS, VOCAB = 64, 32, 128, 4, 512, 2, 1000
 DROPOUT, ROUNDS, STEPS_PER_ROUND, WARMUP_STEPS = 0.1, 5, 10, 5
@@ -51,18 +52,9 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 def time_pair(step_a, step_b, clock="cpu", rounds=ROUNDS):
     """Alternate the two step functions; return the median seconds per step of each
     (``clock``: "cpu", the process's CPU time, or "wall")."""
-    now = CLOCKS[clock]
-    for _ in range(WARMUP_STEPS):
-        step_a()
-        step_b()
-    times = {0: [], 1: []}
-    for _ in range(rounds):
-        for i, step in enumerate((step_a, step_b)):
-            start = now()
-            for _ in range(STEPS_PER_ROUND):
-                step()
-            times[i].append((now() - start) / STEPS_PER_ROUND)
-    return statistics.median(times[0]), statistics.median(times[1])
+    times = median_times({"a": step_a, "b": step_b}, CLOCKS[clock], rounds, warmup=WARMUP_STEPS,
+                         calls=STEPS_PER_ROUND)
+    return times["a"], times["b"]
 
 
 def load_average():
