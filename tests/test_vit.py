@@ -72,13 +72,18 @@ def test_vit_three_way_parity(pooling, tf_fw, torch_fw, interop, ref, record_err
                         max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean"])
-def test_vit_with_convolutional_stem_three_way_parity(pooling, tf_fw, torch_fw, interop, ref, record_error):
-    tf_model = _model(tf_fw, pooling, stem_channels=7)
-    pt_model = _model(torch_fw, pooling, stem_channels=7)
+@pytest.mark.parametrize("pooling,stem", [("cls", 7), ("mean", (4, 7))])
+def test_vit_with_convolutional_stem_three_way_parity(pooling, stem, tf_fw, torch_fw, interop, ref,
+                                                      record_error):
+    tf_model = _model(tf_fw, pooling, stem_channels=stem)
+    pt_model = _model(torch_fw, pooling, stem_channels=stem)
     params = random_params(tf_model, seed=9)
-    # the stem's kernel: a dense kernel over 3x3 windows of CHANNELS; the patches then have 7 channels
-    assert params["stem.kernel"].shape == (9 * CHANNELS, 7)
+    # each stem kernel: a dense kernel over 3x3 windows of its input channels; the patches then have 7
+    channels = (CHANNELS,) + ((stem,) if isinstance(stem, int) else stem)
+    assert sorted(k for k in params if k.startswith("stem.")) == sorted(
+        f"stem.{i}.{w}" for i in range(len(channels) - 1) for w in ("kernel", "bias"))
+    for i in range(len(channels) - 1):
+        assert params[f"stem.{i}.kernel"].shape == (9 * channels[i], channels[i + 1])
     assert params["patch_embedding.projection.kernel"].shape == (PATCH * PATCH * 7, D_MODEL)
     interop.set_weights(tf_model, params)
     interop.set_weights(pt_model, params)
@@ -109,13 +114,20 @@ def test_convolutional_stem_is_a_same_size_convolution(ref):
     rng = np.random.default_rng(10)
     images = rng.normal(size=(2, 5, 4, 2))
     kernel, bias = rng.normal(size=(18, 3)), rng.normal(size=3)
-    got = ref.conv_stem({"stem.kernel": kernel, "stem.bias": bias}, images)
+    got = ref.conv_stem({"stem.0.kernel": kernel, "stem.0.bias": bias}, images)
     assert got.shape == (2, 5, 4, 3)
     padded = np.pad(images, ((0, 0), (1, 1), (1, 1), (0, 0)))
     w = kernel.reshape(3, 3, 2, 3)
     for r, c in ((0, 0), (2, 1), (4, 3)):
         pre = np.einsum("bijk,ijko->bo", padded[:, r:r + 3, c:c + 3], w) + bias
         np.testing.assert_allclose(got[:, r, c], ref.gelu(pre), atol=1e-12)
+    # two layers: the second convolves the first's output
+    kernel2, bias2 = rng.normal(size=(27, 4)), rng.normal(size=4)
+    two = ref.conv_stem({"stem.0.kernel": kernel, "stem.0.bias": bias, "stem.1.kernel": kernel2,
+                         "stem.1.bias": bias2}, images)
+    assert two.shape == (2, 5, 4, 4)
+    np.testing.assert_allclose(two, ref.conv_stem({"stem.0.kernel": kernel2, "stem.0.bias": bias2}, got),
+                               atol=1e-12)
 
 
 def test_features_and_plain_call(fw, interop, ref):
@@ -144,7 +156,7 @@ def test_config_round_trip(fw):
     keys = ("pooling", "activation", "layer_norm_eps", "num_channels", "stem_channels")
     assert {k: config[k] for k in keys} == {
         "pooling": "mean", "activation": "gelu_tanh", "layer_norm_eps": 1e-12, "num_channels": CHANNELS,
-        "stem_channels": 4}
+        "stem_channels": (4,)}  # an int is a stem of one layer
     assert _model(fw).get_config()["stem_channels"] is None
     again = type(model).from_config(config)
     assert again.get_config() == config
@@ -249,8 +261,9 @@ def test_bad_arguments_are_refused(fw):
         fw.make("ViT", *ARGS, pooling="max")
     with pytest.raises(ValueError, match="activation must be one of"):
         fw.make("ViT", *ARGS, activation="swish")
-    with pytest.raises(ValueError, match="stem_channels must be a positive int"):
-        fw.make("ViT", *ARGS, stem_channels=0)
+    for bad in (0, (), (8, 0), "16", 2.0):
+        with pytest.raises(ValueError, match="stem_channels must be None, a positive int or a non-empty"):
+            fw.make("ViT", *ARGS, stem_channels=bad)
     with pytest.raises(ValueError, match="method must be one of"):
         fw.call(fw.make("PatchEmbedding", 2, 1, 4), np.zeros((1, 4, 4, 1), np.float32), method="unfold")
 

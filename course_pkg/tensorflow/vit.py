@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from .. import huggingface as _hf
 from .._checks import check_activation, check_choice, check_dropout, check_positive
-from .._image_checks import check_images, check_patch_grid, check_pooling
+from .._image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
@@ -120,11 +120,11 @@ class ViT(Model):
         layer_norm_eps: epsilon of every layer normalisation (Hugging Face's ViT: 1e-12).
         activation: of the feed-forward networks, ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"relu"``.
         stem_channels: ``None`` (default): the patches are cut from the pixels, as in the ViT
-            paper and Hugging Face. An int: a convolutional stem first (Xiao et al., 2021),
-            ``stem``: one 3 × 3 convolution (stride 1, zero padding that keeps the size) to
-            ``stem_channels`` channels, then a GELU; the patches are cut from its output. Its
-            kernel is kept as a dense kernel ``(3 · 3 · num_channels, stem_channels)``, a 3 × 3
-            window flattened like a patch.
+            paper and Hugging Face. An int, or a tuple of ints: a convolutional stem first
+            (Xiao et al., 2021), ``stem``: per entry one 3 × 3 convolution (stride 1, zero
+            padding that keeps the size) to that many channels, then a GELU; the patches are
+            cut from its output. Each kernel is kept as a dense kernel ``(3 · 3 · in_channels,
+            out_channels)``, a 3 × 3 window flattened like a patch.
 
     Call:
         ``model(images)`` returns the logits; ``model(images, return_attention=True)``
@@ -136,7 +136,7 @@ class ViT(Model):
     Shape:
         images (batch, image_size, image_size, channels) -> logits (batch, num_classes)
         (``(batch, d_model)`` without a head); attention_weights (batch, heads, tokens, tokens);
-        with a stem, images -> (batch, image_size, image_size, stem_channels) -> patches.
+        with a stem, images -> (batch, image_size, image_size, stem_channels[-1]) -> patches.
     """
 
     def __init__(self, image_size, patch_size, num_layers, d_model, num_heads, dff, num_classes,
@@ -147,8 +147,7 @@ class ViT(Model):
                        num_channels=num_channels)
         if num_classes is not None:
             check_positive(num_classes=num_classes)
-        if stem_channels is not None:
-            check_positive(stem_channels=stem_channels)
+        stem_channels = check_stem_channels(stem_channels)
         check_dropout(dropout)
         check_pooling(pooling)
         check_activation(activation)
@@ -160,9 +159,11 @@ class ViT(Model):
         self.num_patches = side * side
         self.num_tokens = self.num_patches + (pooling == "cls")
         policy = self.dtype_policy
-        self.stem = (dense(9 * num_channels, stem_channels, "stem", policy)
-                     if stem_channels is not None else None)
-        self.patch_embedding = PatchEmbedding(patch_size, stem_channels or num_channels, d_model,
+        ins = (num_channels,) + (stem_channels or ())[:-1]
+        self.stem = ([dense(9 * i, o, f"stem_{k}", policy)
+                      for k, (i, o) in enumerate(zip(ins, stem_channels))]
+                     if stem_channels else None)  # one 3 x 3 convolution per entry
+        self.patch_embedding = PatchEmbedding(patch_size, (stem_channels or (num_channels,))[-1], d_model,
                                               name="patch_embedding", dtype=policy)
         self.class_token = (embedding(1, d_model, "class_token", policy)
                             if pooling == "cls" else None)  # (1, d_model)
@@ -188,7 +189,7 @@ class ViT(Model):
         check_images(images.shape, images.dtype.is_floating, images.dtype.name, self.patch_size,
                      self.num_channels, self.image_size)
         if self.stem is not None:
-            images = self._stem(images)  # (batch, image_size, image_size, stem_channels)
+            images = self._stem(images)  # (batch, image_size, image_size, stem_channels[-1])
         x = self.patch_embedding(images)  # (batch, patches, d_model)
         if self.class_token is not None:
             cls = tf.cast(self.class_token.embeddings, x.dtype)[tf.newaxis]  # (1, 1, d_model)
@@ -207,13 +208,16 @@ class ViT(Model):
         return (x, maps) if return_attention else x
 
     def _stem(self, images):
-        """The convolutional stem: 3 × 3 convolution, same size, then GELU. Shape:
-        (batch, height, width, channels) -> (batch, height, width, stem_channels)."""
-        # the kernel (3·3·ch, stem_channels) as filters (3, 3, ch, stem_channels)
-        filters = tf.reshape(tf.cast(self.stem.kernel, images.dtype), (3, 3, self.num_channels,
-                                                                       self.stem_channels))
-        x = tf.nn.conv2d(images, filters, strides=1, padding="SAME")  # (batch, height, width, stem_channels)
-        return tf.nn.gelu(x + tf.cast(self.stem.bias, x.dtype), approximate=False)
+        """The convolutional stem: per layer a 3 × 3 convolution, same size, then GELU. Shape:
+        (batch, height, width, channels) -> (batch, height, width, stem_channels[-1])."""
+        x = images  # (batch, height, width, channels)
+        for conv in self.stem:
+            c, out = conv.kernel.shape[0] // 9, conv.kernel.shape[1]
+            # the kernel (3·3·in, out) as filters (3, 3, in, out)
+            filters = tf.reshape(tf.cast(conv.kernel, x.dtype), (3, 3, c, out))
+            x = tf.nn.conv2d(x, filters, strides=1, padding="SAME")  # (batch, height, width, out)
+            x = tf.nn.gelu(x + tf.cast(conv.bias, x.dtype), approximate=False)
+        return x  # (batch, height, width, stem_channels[-1])
 
     def call(self, images, return_attention=False, training=None):
         x, maps = (self.features(images, return_attention=True, training=training) if return_attention

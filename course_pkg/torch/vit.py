@@ -13,7 +13,7 @@ from torch import nn
 
 from .. import huggingface as _hf
 from .._checks import check_activation, check_choice, check_dropout, check_positive
-from .._image_checks import check_images, check_patch_grid, check_pooling
+from .._image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
@@ -118,11 +118,11 @@ class ViT(Model):
         layer_norm_eps: epsilon of every layer normalisation (Hugging Face's ViT: 1e-12).
         activation: of the feed-forward networks, ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"relu"``.
         stem_channels: ``None`` (default): the patches are cut from the pixels, as in the ViT
-            paper and Hugging Face. An int: a convolutional stem first (Xiao et al., 2021),
-            ``stem``: one 3 × 3 convolution (stride 1, zero padding that keeps the size) to
-            ``stem_channels`` channels, then a GELU; the patches are cut from its output. Its
-            kernel is kept as a dense kernel ``(3 · 3 · num_channels, stem_channels)``, a 3 × 3
-            window flattened like a patch.
+            paper and Hugging Face. An int, or a tuple of ints: a convolutional stem first
+            (Xiao et al., 2021), ``stem``: per entry one 3 × 3 convolution (stride 1, zero
+            padding that keeps the size) to that many channels, then a GELU; the patches are
+            cut from its output. Each kernel is kept as a dense kernel ``(3 · 3 · in_channels,
+            out_channels)``, a 3 × 3 window flattened like a patch.
 
     Call:
         ``model(images)`` returns the logits; ``model(images, return_attention=True)``
@@ -134,7 +134,7 @@ class ViT(Model):
     Shape:
         images (batch, image_size, image_size, channels) -> logits (batch, num_classes)
         (``(batch, d_model)`` without a head); attention_weights (batch, heads, tokens, tokens);
-        with a stem, images -> (batch, image_size, image_size, stem_channels) -> patches.
+        with a stem, images -> (batch, image_size, image_size, stem_channels[-1]) -> patches.
     """
 
     def __init__(self, image_size, patch_size, num_layers, d_model, num_heads, dff, num_classes,
@@ -145,8 +145,7 @@ class ViT(Model):
                        num_channels=num_channels)
         if num_classes is not None:
             check_positive(num_classes=num_classes)
-        if stem_channels is not None:
-            check_positive(stem_channels=stem_channels)
+        stem_channels = check_stem_channels(stem_channels)
         check_dropout(dropout)
         check_pooling(pooling)
         check_activation(activation)
@@ -157,8 +156,10 @@ class ViT(Model):
         self.layer_norm_eps, self.activation, self.stem_channels = layer_norm_eps, activation, stem_channels
         self.num_patches = side * side
         self.num_tokens = self.num_patches + (pooling == "cls")
-        self.stem = dense(9 * num_channels, stem_channels) if stem_channels is not None else None
-        self.patch_embedding = PatchEmbedding(patch_size, stem_channels or num_channels, d_model)
+        ins = (num_channels,) + (stem_channels or ())[:-1]
+        self.stem = (nn.ModuleList([dense(9 * i, o) for i, o in zip(ins, stem_channels)])
+                     if stem_channels else None)  # one 3 x 3 convolution per entry
+        self.patch_embedding = PatchEmbedding(patch_size, (stem_channels or (num_channels,))[-1], d_model)
         self.class_token = embedding(1, d_model) if pooling == "cls" else None  # (1, d_model)
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model)
         self.embedding_dropout = dropout_layer(dropout)
@@ -180,7 +181,7 @@ class ViT(Model):
         check_images(images.shape, images.dtype.is_floating_point, str(images.dtype).replace("torch.", ""),
                      self.patch_size, self.num_channels, self.image_size)
         if self.stem is not None:
-            images = self._stem(images)  # (batch, image_size, image_size, stem_channels)
+            images = self._stem(images)  # (batch, image_size, image_size, stem_channels[-1])
         x = self.patch_embedding(images)  # (batch, patches, d_model)
         if self.class_token is not None:
             cls = self.class_token.weight.expand(x.shape[0], 1, self.d_model)  # (batch, 1, d_model)
@@ -197,14 +198,15 @@ class ViT(Model):
         return (x, maps) if return_attention else x
 
     def _stem(self, images):
-        """The convolutional stem: 3 × 3 convolution, same size, then GELU. Shape:
-        (batch, height, width, channels) -> (batch, height, width, stem_channels)."""
-        c = self.num_channels
-        # the kernel (3·3·ch, stem_channels) as filters (stem_channels, ch, 3, 3)
-        filters = self.stem.weight.reshape(self.stem_channels, 3, 3, c).permute(0, 3, 1, 2)
-        x = F.conv2d(images.permute(0, 3, 1, 2), filters, self.stem.bias,
-                     padding=1)  # (batch, stem_channels, height, width)
-        return F.gelu(x).permute(0, 2, 3, 1)  # (batch, height, width, stem_channels)
+        """The convolutional stem: per layer a 3 × 3 convolution, same size, then GELU. Shape:
+        (batch, height, width, channels) -> (batch, height, width, stem_channels[-1])."""
+        x = images.permute(0, 3, 1, 2)  # (batch, channels, height, width)
+        for conv in self.stem:
+            out, c = conv.weight.shape[0], conv.weight.shape[1] // 9
+            # the kernel (3·3·in, out) as filters (out, in, 3, 3)
+            filters = conv.weight.reshape(out, 3, 3, c).permute(0, 3, 1, 2)
+            x = F.gelu(F.conv2d(x, filters, conv.bias, padding=1))  # (batch, out, height, width)
+        return x.permute(0, 2, 3, 1)  # (batch, height, width, stem_channels[-1])
 
     def forward(self, images, return_attention=False):
         x, maps = (self.features(images, return_attention=True) if return_attention
