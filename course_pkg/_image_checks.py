@@ -31,6 +31,23 @@ def check_pooling(pooling: str) -> None:
                          f"got {pooling!r}")
 
 
+def check_stem_channels(stem_channels):
+    """``None``, or the stem's channels as a tuple of positive ints (an int is one layer);
+    anything else: ``ValueError``."""
+    if stem_channels is None:
+        return None
+    layers = (stem_channels,) if isinstance(stem_channels, int) and not isinstance(stem_channels, bool) \
+        else stem_channels
+    try:
+        layers = tuple(layers)
+    except TypeError:
+        layers = ()
+    if not layers or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in layers):
+        raise ValueError(f"stem_channels must be None, a positive int or a non-empty sequence of positive "
+                         f"ints, got {stem_channels!r}")
+    return layers
+
+
 def check_images(shape: Shape, is_floating: bool, dtype_name: str, patch_size: int,
                  num_channels: int, image_size: Optional[int] = None) -> None:
     """Raise unless ``images`` are float ``(batch, height, width, num_channels)`` with sides that

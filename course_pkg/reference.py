@@ -657,17 +657,38 @@ def patch_embedding(params, images, patch_size):
     return dense(params, patchify(np.asarray(images, np.float64), patch_size), "projection")
 
 
+def conv_stem(params, images):
+    """A ViT's convolutional stem: per layer ``stem.<i>`` a 3 × 3 convolution (stride 1, zero
+    padding keeping the size) whose kernel is a dense kernel over each pixel's 3 × 3 window
+    flattened like a patch, then GELU.
+
+    Shape: (batch, height, width, channels) -> (batch, height, width, stem_channels[-1])."""
+    x = np.asarray(images, np.float64)
+    i = 0
+    while f"stem.{i}.kernel" in params:
+        batch, height, width, channels = x.shape
+        padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        windows = np.stack([padded[:, r:r + height, c:c + width] for r in range(3) for c in range(3)],
+                           axis=3)  # (batch, height, width, 9, channels), row by row
+        x = gelu(dense(params, windows.reshape(batch, height, width, 9 * channels), f"stem.{i}"))
+        i += 1
+    return x
+
+
 def vit_features(params, images, patch_size, num_heads, pooling="cls", eps=LAYER_NORM_EPSILON,
                  activation="gelu"):
     """The ViT's token sequence after its final layer norm (Hugging Face's ``last_hidden_state``).
 
-    The patches' embeddings, the class token in front (``pooling="cls"``; none with
+    The convolutional stem first if ``params`` has one (``stem.0.kernel``, see :func:`conv_stem`),
+    then the patches' embeddings, the class token in front (``pooling="cls"``; none with
     ``"mean"``), plus the learned position table; then the pre-LN encoder layers and
     ``final_norm``. Returns ``(features, [attention weights per layer])``.
 
     Shape: (batch, height, width, channels) -> (batch, tokens, d_model),
     weights (batch, heads, tokens, tokens).
     """
+    if "stem.0.kernel" in params:
+        images = conv_stem(params, images)  # (batch, height, width, stem_channels)
     x = patch_embedding(sub(params, "patch_embedding"), images, patch_size)  # (batch, patches, d)
     if pooling == "cls":
         cls = np.asarray(params["class_token.embeddings"], np.float64)  # (1, d_model)

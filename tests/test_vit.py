@@ -72,6 +72,64 @@ def test_vit_three_way_parity(pooling, tf_fw, torch_fw, interop, ref, record_err
                         max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
 
 
+@pytest.mark.parametrize("pooling,stem", [("cls", 7), ("mean", (4, 7))])
+def test_vit_with_convolutional_stem_three_way_parity(pooling, stem, tf_fw, torch_fw, interop, ref,
+                                                      record_error):
+    tf_model = _model(tf_fw, pooling, stem_channels=stem)
+    pt_model = _model(torch_fw, pooling, stem_channels=stem)
+    params = random_params(tf_model, seed=9)
+    # each stem kernel: a dense kernel over 3x3 windows of its input channels; the patches then have 7
+    channels = (CHANNELS,) + ((stem,) if isinstance(stem, int) else stem)
+    assert sorted(k for k in params if k.startswith("stem.")) == sorted(
+        f"stem.{i}.{w}" for i in range(len(channels) - 1) for w in ("kernel", "bias"))
+    for i in range(len(channels) - 1):
+        assert params[f"stem.{i}.kernel"].shape == (9 * channels[i], channels[i + 1])
+    assert params["patch_embedding.projection.kernel"].shape == (PATCH * PATCH * 7, D_MODEL)
+    interop.set_weights(tf_model, params)
+    interop.set_weights(pt_model, params)
+    params64 = {k: v.astype(np.float64) for k, v in params.items()}
+    expected = ref.vit(params64, IMAGES, PATCH, HEADS, pooling=pooling)
+    tokens = 17 if pooling == "cls" else 16
+    outs = {}
+    for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model)):
+        out = fw.call(model, IMAGES, return_attention=True)
+        assert out[0].shape == (3, CLASSES)
+        assert [w.shape for w in out[1]] == [(3, HEADS, tokens, tokens)] * LAYERS
+        outs[fw.name] = out
+        err = record_error(f"ViT({pooling}, stem) {fw.name} vs ref", max_abs_diff(out, expected))
+        assert err <= PARITY_ATOL
+    assert record_error(f"ViT({pooling}, stem) tf vs torch",
+                        max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
+    # the stem is applied: the same weights' patches cut from the raw pixels are another function
+    stem_out = ref.conv_stem(params64, IMAGES)  # (3, 8, 8, 7)
+    assert stem_out.shape == (3, IMAGE, IMAGE, 7)
+    without_stem = {k: v for k, v in params64.items() if not k.startswith("stem.")}
+    by_hand = ref.vit(without_stem, stem_out, PATCH, HEADS, pooling=pooling)
+    np.testing.assert_allclose(by_hand[0], expected[0], atol=1e-12)
+
+
+def test_convolutional_stem_is_a_same_size_convolution(ref):
+    """The reference stem against a direct loop: pixel (r, c) of channel o sees the 3x3 window
+    around (r, c), zeros outside the image, kernel rows ordered like a patch's (row, column, channel)."""
+    rng = np.random.default_rng(10)
+    images = rng.normal(size=(2, 5, 4, 2))
+    kernel, bias = rng.normal(size=(18, 3)), rng.normal(size=3)
+    got = ref.conv_stem({"stem.0.kernel": kernel, "stem.0.bias": bias}, images)
+    assert got.shape == (2, 5, 4, 3)
+    padded = np.pad(images, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    w = kernel.reshape(3, 3, 2, 3)
+    for r, c in ((0, 0), (2, 1), (4, 3)):
+        pre = np.einsum("bijk,ijko->bo", padded[:, r:r + 3, c:c + 3], w) + bias
+        np.testing.assert_allclose(got[:, r, c], ref.gelu(pre), atol=1e-12)
+    # two layers: the second convolves the first's output
+    kernel2, bias2 = rng.normal(size=(27, 4)), rng.normal(size=4)
+    two = ref.conv_stem({"stem.0.kernel": kernel, "stem.0.bias": bias, "stem.1.kernel": kernel2,
+                         "stem.1.bias": bias2}, images)
+    assert two.shape == (2, 5, 4, 4)
+    np.testing.assert_allclose(two, ref.conv_stem({"stem.0.kernel": kernel2, "stem.0.bias": bias2}, got),
+                               atol=1e-12)
+
+
 def test_features_and_plain_call(fw, interop, ref):
     model = _model(fw)
     params = random_params(model, seed=4)
@@ -93,10 +151,13 @@ def test_copy_weights_across_frameworks(tf_fw, torch_fw, interop):
 
 
 def test_config_round_trip(fw):
-    model = _model(fw, "mean", activation="gelu_tanh", layer_norm_eps=1e-12)
+    model = _model(fw, "mean", activation="gelu_tanh", layer_norm_eps=1e-12, stem_channels=4)
     config = model.get_config()
-    assert {k: config[k] for k in ("pooling", "activation", "layer_norm_eps", "num_channels")} == {
-        "pooling": "mean", "activation": "gelu_tanh", "layer_norm_eps": 1e-12, "num_channels": CHANNELS}
+    keys = ("pooling", "activation", "layer_norm_eps", "num_channels", "stem_channels")
+    assert {k: config[k] for k in keys} == {
+        "pooling": "mean", "activation": "gelu_tanh", "layer_norm_eps": 1e-12, "num_channels": CHANNELS,
+        "stem_channels": (4,)}  # an int is a stem of one layer
+    assert _model(fw).get_config()["stem_channels"] is None
     again = type(model).from_config(config)
     assert again.get_config() == config
 
@@ -188,8 +249,9 @@ def test_image_size_not_divisible_by_patch_size(fw):
     (np.zeros((2, 8, 8, 3), np.int64), TypeError, r"images must be floating point, got dtype int64"),
     (np.zeros((2, 4, 4, 3), np.float32), ValueError, r"images must be 8x8 .* got height 4"),
 ], ids=["channels", "channels-first", "rank-3", "integers", "size"])
-def test_bad_images_are_refused(fw, images, error, message):
-    model = _model(fw)
+@pytest.mark.parametrize("stem", [None, 5], ids=["plain", "stem"])
+def test_bad_images_are_refused(fw, images, error, message, stem):
+    model = _model(fw, stem_channels=stem)
     with pytest.raises(error, match=message):
         fw.call(model, images)
 
@@ -199,6 +261,9 @@ def test_bad_arguments_are_refused(fw):
         fw.make("ViT", *ARGS, pooling="max")
     with pytest.raises(ValueError, match="activation must be one of"):
         fw.make("ViT", *ARGS, activation="swish")
+    for bad in (0, (), (8, 0), "16", 2.0):
+        with pytest.raises(ValueError, match="stem_channels must be None, a positive int or a non-empty"):
+            fw.make("ViT", *ARGS, stem_channels=bad)
     with pytest.raises(ValueError, match="method must be one of"):
         fw.call(fw.make("PatchEmbedding", 2, 1, 4), np.zeros((1, 4, 4, 1), np.float32), method="unfold")
 

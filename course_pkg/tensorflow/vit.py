@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from .. import huggingface as _hf
 from .._checks import check_activation, check_choice, check_dropout, check_positive
-from .._image_checks import check_images, check_patch_grid, check_pooling
+from .._image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
@@ -119,6 +119,12 @@ class ViT(Model):
         pooling: ``"cls"`` or ``"mean"``.
         layer_norm_eps: epsilon of every layer normalisation (Hugging Face's ViT: 1e-12).
         activation: of the feed-forward networks, ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"relu"``.
+        stem_channels: ``None`` (default): the patches are cut from the pixels, as in the ViT
+            paper and Hugging Face. An int, or a tuple of ints: a convolutional stem first
+            (Xiao et al., 2021), ``stem``: per entry one 3 × 3 convolution (stride 1, zero
+            padding that keeps the size) to that many channels, then a GELU; the patches are
+            cut from its output. Each kernel is kept as a dense kernel ``(3 · 3 · in_channels,
+            out_channels)``, a 3 × 3 window flattened like a patch.
 
     Call:
         ``model(images)`` returns the logits; ``model(images, return_attention=True)``
@@ -129,16 +135,19 @@ class ViT(Model):
 
     Shape:
         images (batch, image_size, image_size, channels) -> logits (batch, num_classes)
-        (``(batch, d_model)`` without a head); attention_weights (batch, heads, tokens, tokens).
+        (``(batch, d_model)`` without a head); attention_weights (batch, heads, tokens, tokens);
+        with a stem, images -> (batch, image_size, image_size, stem_channels[-1]) -> patches.
     """
 
     def __init__(self, image_size, patch_size, num_layers, d_model, num_heads, dff, num_classes,
                  num_channels=1, dropout=0.1, pooling="cls", layer_norm_eps=LAYER_NORM_EPSILON,
-                 activation="gelu", **kwargs):
+                 activation="gelu", stem_channels=None, **kwargs):
         super().__init__(**kwargs)
-        check_positive(image_size=image_size, patch_size=patch_size, num_layers=num_layers)
+        check_positive(image_size=image_size, patch_size=patch_size, num_layers=num_layers,
+                       num_channels=num_channels)
         if num_classes is not None:
             check_positive(num_classes=num_classes)
+        stem_channels = check_stem_channels(stem_channels)
         check_dropout(dropout)
         check_pooling(pooling)
         check_activation(activation)
@@ -146,12 +155,16 @@ class ViT(Model):
         self.image_size, self.patch_size, self.num_layers = image_size, patch_size, num_layers
         self.d_model, self.num_heads, self.dff, self.num_classes = d_model, num_heads, dff, num_classes
         self.num_channels, self.dropout, self.pooling = num_channels, dropout, pooling
-        self.layer_norm_eps, self.activation = layer_norm_eps, activation
+        self.layer_norm_eps, self.activation, self.stem_channels = layer_norm_eps, activation, stem_channels
         self.num_patches = side * side
         self.num_tokens = self.num_patches + (pooling == "cls")
         policy = self.dtype_policy
-        self.patch_embedding = PatchEmbedding(patch_size, num_channels, d_model, name="patch_embedding",
-                                              dtype=policy)
+        ins = (num_channels,) + (stem_channels or ())[:-1]
+        self.stem = ([dense(9 * i, o, f"stem_{k}", policy)
+                      for k, (i, o) in enumerate(zip(ins, stem_channels))]
+                     if stem_channels else None)  # one 3 x 3 convolution per entry
+        self.patch_embedding = PatchEmbedding(patch_size, (stem_channels or (num_channels,))[-1], d_model,
+                                              name="patch_embedding", dtype=policy)
         self.class_token = (embedding(1, d_model, "class_token", policy)
                             if pooling == "cls" else None)  # (1, d_model)
         self.position_embedding = LearnedPositionalEncoding(self.num_tokens, d_model,
@@ -175,6 +188,8 @@ class ViT(Model):
         images = _as_images(images, self.compute_dtype)
         check_images(images.shape, images.dtype.is_floating, images.dtype.name, self.patch_size,
                      self.num_channels, self.image_size)
+        if self.stem is not None:
+            images = self._stem(images)  # (batch, image_size, image_size, stem_channels[-1])
         x = self.patch_embedding(images)  # (batch, patches, d_model)
         if self.class_token is not None:
             cls = tf.cast(self.class_token.embeddings, x.dtype)[tf.newaxis]  # (1, 1, d_model)
@@ -192,6 +207,18 @@ class ViT(Model):
         x = self.final_norm(x)  # (batch, tokens, d_model)
         return (x, maps) if return_attention else x
 
+    def _stem(self, images):
+        """The convolutional stem: per layer a 3 × 3 convolution, same size, then GELU. Shape:
+        (batch, height, width, channels) -> (batch, height, width, stem_channels[-1])."""
+        x = images  # (batch, height, width, channels)
+        for conv in self.stem:
+            c, out = conv.kernel.shape[0] // 9, conv.kernel.shape[1]
+            # the kernel (3·3·in, out) as filters (3, 3, in, out)
+            filters = tf.reshape(tf.cast(conv.kernel, x.dtype), (3, 3, c, out))
+            x = tf.nn.conv2d(x, filters, strides=1, padding="SAME")  # (batch, height, width, out)
+            x = tf.nn.gelu(x + tf.cast(conv.bias, x.dtype), approximate=False)
+        return x  # (batch, height, width, stem_channels[-1])
+
     def call(self, images, return_attention=False, training=None):
         x, maps = (self.features(images, return_attention=True, training=training) if return_attention
                    else (self.features(images, training=training), None))  # (batch, tokens, d_model)
@@ -205,7 +232,7 @@ class ViT(Model):
                 "num_layers": self.num_layers, "d_model": self.d_model, "num_heads": self.num_heads,
                 "dff": self.dff, "num_classes": self.num_classes, "num_channels": self.num_channels,
                 "dropout": self.dropout, "pooling": self.pooling, "layer_norm_eps": self.layer_norm_eps,
-                "activation": self.activation}
+                "activation": self.activation, "stem_channels": self.stem_channels}
 
 
 def vit_from_huggingface(hf_model_or_state_dict, config=None):
