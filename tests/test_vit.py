@@ -48,6 +48,23 @@ def test_patch_embedding_by_reshape_equals_strided_convolution(fw, ref, interop,
 
 
 # ----------------------------------------------------------------------------- parity
+def _assert_three_way(tf_fw, torch_fw, tf_model, pt_model, expected, pooling, label, record_error):
+    """Both models' logits and attention maps on IMAGES against the reference's ``expected`` and
+    against each other (<= PARITY_ATOL), with the shapes of ``pooling``'s tokens."""
+    tokens = 17 if pooling == "cls" else 16
+    outs = {}
+    for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model)):
+        out = fw.call(model, IMAGES, return_attention=True)
+        assert out[0].shape == (3, CLASSES)
+        assert [w.shape for w in out[1]] == [(3, HEADS, tokens, tokens)] * LAYERS
+        np.testing.assert_allclose(out[1][0].sum(-1), 1.0, atol=1e-5)
+        outs[fw.name] = out
+        assert record_error(f"{label} {fw.name} vs ref", max_abs_diff(out, expected)) <= PARITY_ATOL
+    assert float(np.max(np.abs(expected[0]))) > 0.1  # not trivially small
+    between = max_abs_diff(outs["tensorflow"], outs["torch"])
+    assert record_error(f"{label} tf vs torch", between) <= PARITY_ATOL
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_vit_three_way_parity(pooling, tf_fw, torch_fw, interop, ref, record_error):
     tf_model, pt_model = _model(tf_fw, pooling), _model(torch_fw, pooling)
@@ -57,19 +74,7 @@ def test_vit_three_way_parity(pooling, tf_fw, torch_fw, interop, ref, record_err
     interop.set_weights(pt_model, params)
     expected = ref.vit({k: v.astype(np.float64) for k, v in params.items()}, IMAGES, PATCH, HEADS,
                        pooling=pooling)
-    tokens = 17 if pooling == "cls" else 16
-    outs = {}
-    for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model)):
-        out = fw.call(model, IMAGES, return_attention=True)
-        assert out[0].shape == (3, CLASSES)
-        assert [w.shape for w in out[1]] == [(3, HEADS, tokens, tokens)] * LAYERS
-        np.testing.assert_allclose(out[1][0].sum(-1), 1.0, atol=1e-5)
-        outs[fw.name] = out
-        err = record_error(f"ViT({pooling}) {fw.name} vs ref", max_abs_diff(out, expected))
-        assert err <= PARITY_ATOL
-    assert float(np.max(np.abs(expected[0]))) > 0.1  # not trivially small
-    assert record_error(f"ViT({pooling}) tf vs torch",
-                        max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
+    _assert_three_way(tf_fw, torch_fw, tf_model, pt_model, expected, pooling, f"ViT({pooling})", record_error)
 
 
 @pytest.mark.parametrize("pooling,stem", [("cls", 7), ("mean", (4, 7))])
@@ -89,17 +94,8 @@ def test_vit_with_convolutional_stem_three_way_parity(pooling, stem, tf_fw, torc
     interop.set_weights(pt_model, params)
     params64 = {k: v.astype(np.float64) for k, v in params.items()}
     expected = ref.vit(params64, IMAGES, PATCH, HEADS, pooling=pooling)
-    tokens = 17 if pooling == "cls" else 16
-    outs = {}
-    for fw, model in ((tf_fw, tf_model), (torch_fw, pt_model)):
-        out = fw.call(model, IMAGES, return_attention=True)
-        assert out[0].shape == (3, CLASSES)
-        assert [w.shape for w in out[1]] == [(3, HEADS, tokens, tokens)] * LAYERS
-        outs[fw.name] = out
-        err = record_error(f"ViT({pooling}, stem) {fw.name} vs ref", max_abs_diff(out, expected))
-        assert err <= PARITY_ATOL
-    assert record_error(f"ViT({pooling}, stem) tf vs torch",
-                        max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
+    _assert_three_way(tf_fw, torch_fw, tf_model, pt_model, expected, pooling, f"ViT({pooling}, stem)",
+                      record_error)
     # the stem is applied: the same weights' patches cut from the raw pixels are another function
     stem_out = ref.conv_stem(params64, IMAGES)  # (3, 8, 8, 7)
     assert stem_out.shape == (3, IMAGE, IMAGE, 7)
