@@ -85,6 +85,17 @@ def chapter_notebooks(book_dir=ROOT / "book") -> list:
                   if "_build" not in p.parts and ".ipynb_checkpoints" not in p.parts)
 
 
+def cell_tags(cell) -> list:
+    """A notebook cell's tags (``[]`` without any)."""
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def source_text(cell) -> str:
+    """A notebook cell's source as one string (Jupyter stores a string or a list of lines)."""
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
+
+
 def _first_code_cell(notebook: dict):
     return next((c for c in notebook.get("cells", []) if c.get("cell_type") == "code"), None)
 
@@ -113,7 +124,7 @@ def stamp(paths, config_path=ROOT / "_config.yml") -> list:
         path = Path(path)
         notebook = json.loads(path.read_text(encoding="utf-8"))
         cells = notebook.setdefault("cells", [])
-        old = next((c for c in cells if SETUP_TAG in c.get("metadata", {}).get("tags", [])), None)
+        old = next((c for c in cells if SETUP_TAG in cell_tags(c)), None)
         if old is not None:
             if "".join(old["source"]) == "".join(fresh["source"]) and old.get("id") == SETUP_TAG:
                 continue
@@ -252,17 +263,8 @@ def _analyse(source: str):
     return outer - stored, defined, imports, mutated - defined, functions
 
 
-def _tags(cell) -> list:
-    return cell.get("metadata", {}).get("tags", [])
-
-
 def _framework_tags(cell) -> list:
-    return [t for t in _tags(cell) if t in FRAMEWORK_MARKERS]
-
-
-def _source(cell) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
+    return [t for t in cell_tags(cell) if t in FRAMEWORK_MARKERS]
 
 
 def _split_import_cell(cell, where):
@@ -270,7 +272,7 @@ def _split_import_cell(cell, where):
     cell itself, same id), then a TensorFlow and a PyTorch cell; ``None`` if nothing to split."""
     import ast
 
-    source = _source(cell)
+    source = source_text(cell)
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -405,7 +407,7 @@ def _apply_fixes(notebook: dict, stem: str, where: str) -> list:
             changes.append(f"{where}: warning: no cell {cell_id} for the fix {fix[:4]}")
             continue
         cell = cells[ids[cell_id]]
-        source = _source(cell)
+        source = source_text(cell)
         if kind == "tag":
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             if fix[3] not in tags:
@@ -419,8 +421,8 @@ def _apply_fixes(notebook: dict, stem: str, where: str) -> list:
             elif new not in source:
                 changes.append(f"{where}: warning: cell {cell_id} has changed, fix {fix[3]!r} not made")
             assignment = cell.get("metadata", {}).get("assignment")
-            if isinstance(assignment, dict) and old in _source({"source": assignment.get("source", "")}):
-                assignment["source"] = _source({"source": assignment["source"]}).replace(old, new)
+            if isinstance(assignment, dict) and old in source_text({"source": assignment.get("source", "")}):
+                assignment["source"] = source_text({"source": assignment["source"]}).replace(old, new)
                 changes.append(f"{where}: changed the assignment edition of cell {cell_id}: {new}")
         elif kind == "hoist":
             first, stop, new_id, extra = fix[3:]
@@ -441,7 +443,7 @@ def _apply_fixes(notebook: dict, stem: str, where: str) -> list:
             meta = cell.get("metadata", {})
             assignment = meta.get("assignment")
             if "assignment-replace" in meta.get("tags", []) and isinstance(assignment, dict):
-                text = _strip_marker(_source({"source": assignment.get("source", "")}))
+                text = _strip_marker(source_text({"source": assignment.get("source", "")}))
                 alt = text.split("\n")
                 cut = next((i for i, ln in enumerate(alt) if ln.startswith(stop)), len(alt))
                 new_cell["metadata"] = {"tags": ["assignment-replace"],
@@ -476,7 +478,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
     index = 0
     while index < len(cells):
         cell = cells[index]
-        if (cell.get("cell_type") == "code" and SETUP_TAG not in _tags(cell)
+        if (cell.get("cell_type") == "code" and SETUP_TAG not in cell_tags(cell)
                 and not _framework_tags(cell)):
             split = _split_import_cell(cell, f"{where} cell {cell.get('id')}")
             if split:
@@ -485,7 +487,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
                                "TensorFlow and PyTorch cells")
                 index += len(split) - 1
         index += 1
-    code = [c for c in cells if c.get("cell_type") == "code" and SETUP_TAG not in _tags(c)]
+    code = [c for c in cells if c.get("cell_type") == "code" and SETUP_TAG not in cell_tags(c)]
     # 2. Tag the untagged cells that need a framework (names read from framework cells).
     analysed = []
     imported = set()
@@ -495,7 +497,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
                                   and {"tensorflow", "pytorch"} & set(tags)):
             raise FrameworkMarkError(f"{where} cell {cell.get('id')}: framework tags {tags} (one, or a "
                                      "tab's tensorflow/pytorch with both-frameworks)")
-        free, defined, imports, mutated, functions = _analyse(_source(cell))
+        free, defined, imports, mutated, functions = _analyse(source_text(cell))
         analysed.append((cell, free, defined, imports, mutated, functions))
         if imports:
             imported |= defined
@@ -513,7 +515,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
                     needs |= owner.get(name, set()) | touched.get(name, set())
                     exists |= owner.get(name, set())
             fws = _cell_frameworks(cell)
-            if NEUTRAL_TAG in _tags(cell):
+            if NEUTRAL_TAG in cell_tags(cell):
                 fws = set()
             elif len(fws) == 1 and exists - fws and final:  # a name this framework never defines
                 bad = sorted(n for n in evidence if owner.get(n, set()) - fws) or [
@@ -554,7 +556,7 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
     # 3. The marker comments, from the tags (the cell source and its assignment edition's).
     for cell in code:
         tags = _framework_tags(cell)
-        source = _source(cell)
+        source = source_text(cell)
         if not tags:
             if marker(source.lstrip("\n").split("\n", 1)[0]) is not None:
                 raise FrameworkMarkError(

@@ -12,19 +12,11 @@ from pathlib import Path
 import pytest
 
 from course_pkg import book, notebook
+from course_pkg.book import cell_tags, source_text
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = book.chapter_notebooks(ROOT / "book")
 TAB_TAGS = {"tensorflow": "tensorflow", "pytorch": "pytorch"}
-
-
-def _source(cell):
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
-
-
-def _tags(cell):
-    return cell.get("metadata", {}).get("tags", [])
 
 
 class FakeShell:
@@ -184,10 +176,10 @@ def test_markers_and_tags_agree(path):
     ``python -m course_pkg.book frameworks`` has nothing left to do."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        if cell["cell_type"] != "code" or book.SETUP_TAG in _tags(cell):
+        if cell["cell_type"] != "code" or book.SETUP_TAG in cell_tags(cell):
             continue
-        tags = [t for t in _tags(cell) if t in book.FRAMEWORK_MARKERS]
-        first = _source(cell).split("\n", 1)[0]
+        tags = [t for t in cell_tags(cell) if t in book.FRAMEWORK_MARKERS]
+        first = source_text(cell).split("\n", 1)[0]
         found = notebook.marker(first)
         where = f"{path.name} cell {cell.get('id')}"
         assert len(tags) <= 1 or (len(tags) == 2 and "both-frameworks" in tags
@@ -229,7 +221,7 @@ def test_each_framework_has_its_own_import_cell(path):
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        roots, tags = _imported_roots(_source(cell)), _tags(cell)
+        roots, tags = _imported_roots(source_text(cell)), cell_tags(cell)
         if roots & {"tensorflow", "keras"}:
             assert {"tensorflow", "tensorflow-only", "both-frameworks"} & set(tags), \
                 f"{path.name} cell {cell.get('id')} imports TensorFlow untagged"
@@ -274,24 +266,24 @@ def test_the_script_splits_tags_marks_and_is_idempotent(tmp_path):
     cells = {c["id"]: c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]}
     assert list(cells) == ["m", book.SETUP_TAG, "imports", "imports-tensorflow", "imports-pytorch",
                            "tf", "pt", "compare", "torch-only", "neutral", "after"]
-    assert _source(cells["imports"]) == ("import numpy as np\nfrom course_pkg import data\n\n"
+    assert source_text(cells["imports"]) == ("import numpy as np\nfrom course_pkg import data\n\n"
                                          "np.set_printoptions(precision=4)")
-    assert _source(cells["imports-tensorflow"]) == ("# TensorFlow\nimport tensorflow as tf\n"
+    assert source_text(cells["imports-tensorflow"]) == ("# TensorFlow\nimport tensorflow as tf\n"
                                                     "from course_pkg import tensorflow as ctf\n\n"
                                                     "tf.random.set_seed(0)")
-    assert _source(cells["imports-pytorch"]) == (
+    assert source_text(cells["imports-pytorch"]) == (
         "# PyTorch\nimport torch\nfrom course_pkg import torch as cpt\n\n# where tensors go\n"
         'device = "cuda" if torch.cuda.is_available() else "cpu"')
-    assert _tags(cells["imports-tensorflow"]) == ["tensorflow"]
-    assert _source(cells["tf"]) == "# TensorFlow\ntf_losses = ctf.train()"
-    assert _tags(cells["compare"]) == ["both-frameworks"]
-    assert _source(cells["compare"]).startswith("# Both frameworks: compares TensorFlow and PyTorch\n")
+    assert cell_tags(cells["imports-tensorflow"]) == ["tensorflow"]
+    assert source_text(cells["tf"]) == "# TensorFlow\ntf_losses = ctf.train()"
+    assert cell_tags(cells["compare"]) == ["both-frameworks"]
+    assert source_text(cells["compare"]).startswith("# Both frameworks: compares TensorFlow and PyTorch\n")
     assert cells["compare"]["outputs"] == stored
-    assert _tags(cells["torch-only"]) == ["pytorch-only"]
-    assert _source(cells["torch-only"]).startswith("# PyTorch only\n")
-    assert _tags(cells["neutral"]) == [] and _source(cells["neutral"]).startswith("def f")
-    assert _tags(cells["after"]) == ["both-frameworks"]
-    assert _source(cells[book.SETUP_TAG]) == book.setup_source()
+    assert cell_tags(cells["torch-only"]) == ["pytorch-only"]
+    assert source_text(cells["torch-only"]).startswith("# PyTorch only\n")
+    assert cell_tags(cells["neutral"]) == [] and source_text(cells["neutral"]).startswith("def f")
+    assert cell_tags(cells["after"]) == ["both-frameworks"]
+    assert source_text(cells[book.SETUP_TAG]) == book.setup_source()
     before = path.read_bytes()
     assert book.frameworks([path]) == []
     assert path.read_bytes() == before
@@ -307,8 +299,8 @@ def test_the_script_respects_human_decisions(tmp_path):
     )
     changes = book.mark_frameworks(nb)
     assert all("cell why" not in c and "cell neutral" not in c for c in changes), changes
-    assert _source(nb["cells"][-2]).startswith("# Both frameworks: the same weights")
-    assert _tags(nb["cells"][-1]) == ["framework-neutral"]
+    assert source_text(nb["cells"][-2]).startswith("# Both frameworks: the same weights")
+    assert cell_tags(nb["cells"][-1]) == ["framework-neutral"]
 
 
 def test_the_script_marks_the_assignment_edition():

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .._files import atomic_write
-from ..book import SETUP_TAG
+from ..book import SETUP_TAG, source_text
 from .catalog import BOOK_SEED, for_chapter
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -41,11 +41,6 @@ class ExerciseError(ValueError):
 
 
 # --------------------------------------------------------------------------- reading
-
-def source_text(cell) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
 
 def _set_source(cell, text):
     cell["source"] = text.splitlines(keepends=True)
