@@ -85,6 +85,16 @@ def chapter_notebooks(book_dir=ROOT / "book") -> list:
                   if "_build" not in p.parts and ".ipynb_checkpoints" not in p.parts)
 
 
+def _load_notebook(path) -> dict:
+    """A chapter notebook as JSON."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _save_notebook(path, notebook) -> None:
+    """Save ``notebook`` in one rename, in the layout Jupyter writes (indent 1, UTF-8)."""
+    atomic_write(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+
+
 def cell_tags(cell) -> list:
     """A notebook cell's tags (``[]`` without any)."""
     return cell.get("metadata", {}).get("tags", [])
@@ -105,7 +115,7 @@ def check(paths, config_path=ROOT / "_config.yml") -> list:
     want = setup_source(config_path)
     stale = []
     for path in paths:
-        cell = _first_code_cell(json.loads(Path(path).read_text(encoding="utf-8")))
+        cell = _first_code_cell(_load_notebook(path))
         if cell is None or "".join(cell["source"]) != want:
             stale.append(str(path))
     return stale
@@ -122,7 +132,7 @@ def stamp(paths, config_path=ROOT / "_config.yml") -> list:
     changed = []
     for path in paths:
         path = Path(path)
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = _load_notebook(path)
         cells = notebook.setdefault("cells", [])
         old = next((c for c in cells if SETUP_TAG in cell_tags(c)), None)
         if old is not None:
@@ -132,7 +142,7 @@ def stamp(paths, config_path=ROOT / "_config.yml") -> list:
         else:
             index = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), len(cells))
             cells.insert(index, dict(fresh))
-        atomic_write(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+        _save_notebook(path, notebook)
         changed.append(str(path))
     return changed
 
@@ -587,10 +597,10 @@ def frameworks(paths, write: bool = True) -> list:
     changes = []
     for path in paths:
         path = Path(path)
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = _load_notebook(path)
         changed = mark_frameworks(notebook, where=str(path), stem=path.stem)
         if changed and write:
-            atomic_write(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+            _save_notebook(path, notebook)
         changes += changed
     return changes
 
