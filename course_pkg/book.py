@@ -36,7 +36,8 @@ SETUP_TEMPLATE = '''\
 # Set-up: on Colab (or wherever course_pkg is missing) install the course package;
 # elsewhere this cell changes nothing. Both frameworks use the GPU when there is one.
 # The framework to run: "pytorch" or "tensorflow" runs its cells and skips the other's
-# (only that one need be installed); "both" runs both; empty: $COURSE_FRAMEWORK, else both.
+# (only that one need be installed; the other is never imported); "both" runs both. Left
+# empty: $COURSE_FRAMEWORK, else both where both are installed (as on Colab), else the one that is.
 FRAMEWORK = ""  # @param ["", "pytorch", "tensorflow", "both"]
 import importlib.util
 import os

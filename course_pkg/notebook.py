@@ -104,33 +104,76 @@ class _SkipOtherFramework:
 
 
 def quiet_tensorflow() -> None:
-    """Import TensorFlow and list its devices with the process's stderr closed.
+    """Import TensorFlow, let it share the GPU, and list its devices with stderr closed.
 
-    TensorFlow's start-up lines about CUDA ignore ``TF_CPP_MIN_LOG_LEVEL``; this
+    TensorFlow reserves nearly all of a GPU's memory at its first operation unless
+    memory growth is set before it touches the GPU; with growth it takes what it
+    needs, so that PyTorch can run on the same GPU in the same process ("both").
+    Its start-up lines about CUDA ignore ``TF_CPP_MIN_LOG_LEVEL``; closing stderr
     keeps them out of the notebook.
     """
+    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # also for a TensorFlow imported earlier
     stderr, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 2)
     try:
         import tensorflow
 
-        tensorflow.config.list_physical_devices()
+        for gpu in tensorflow.config.list_physical_devices("GPU"):
+            try:
+                tensorflow.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError:  # the GPU is in use already (the cell ran before): growth stays as set
+                pass
     finally:
         os.dup2(stderr, 2)
         os.close(stderr)
         os.close(null)
 
 
+def installed() -> list:
+    """The frameworks installed in this Python, of ``"tensorflow"`` and ``"pytorch"`` (imports neither)."""
+    import importlib.util
+
+    return [framework for module, framework in (("tensorflow", "tensorflow"), ("torch", "pytorch"))
+            if importlib.util.find_spec(module) is not None]
+
+
 def use_frameworks(choice: str | None = "", shell=None) -> str:
     """Run this notebook with ``choice`` (see :func:`resolve`); return the resolved choice.
 
-    In IPython (``shell``, default the running one) it registers an input
-    transformer that turns every cell marked for a framework not chosen into a
-    no-op (calling it again replaces it). It sets ``$COURSE_FRAMEWORK`` to the
-    choice, and imports TensorFlow, quietly, only when TensorFlow is chosen.
+    Left empty (and ``$COURSE_FRAMEWORK`` unset), the choice is ``"both"`` where both
+    frameworks are installed (as on Colab), else the one that is (said in one printed
+    line). In IPython (``shell``, default the running one) it registers an input
+    transformer that turns every cell marked for a framework not chosen into a no-op
+    (calling it again replaces it). It sets ``$COURSE_FRAMEWORK`` to the choice; with one
+    framework it tells Hugging Face ``transformers`` not to import the other
+    (``USE_TF=0`` / ``USE_TORCH=0``: transformers 4.x imports TensorFlow otherwise, when it
+    is installed). It imports TensorFlow, quietly and sharing the GPU, only when TensorFlow
+    is chosen.
     """
+    explicit = bool((choice or "").strip() if isinstance(choice, str) else choice) or bool(
+        os.environ.get(ENV, "").strip())
     choice = resolve(choice)
+    if choice == "both":
+        found = installed()
+        if len(found) == 1 and not explicit:
+            choice = found[0]
+            other = "PyTorch" if choice == "tensorflow" else "TensorFlow"
+            print(f"{other} is not installed: running {_NAMES[choice]} only (FRAMEWORK = {choice!r})")
+        elif len(found) < 2:
+            missing = [f for f in ("tensorflow", "pytorch") if f not in found]
+            if len(missing) == 2:
+                raise ModuleNotFoundError(
+                    "neither TensorFlow nor PyTorch is installed: install one, for example "
+                    "pip install \"course-pkg[torch]\"")
+            other = found[0]
+            raise ModuleNotFoundError(
+                f"{_NAMES[missing[0]]} is not installed, and this notebook runs both frameworks: "
+                f"choose one in the set-up cell (FRAMEWORK = {other!r}) or set {ENV}={other}")
     os.environ[ENV] = choice
+    if choice == "pytorch":
+        os.environ["USE_TF"] = "0"
+    elif choice == "tensorflow":
+        os.environ["USE_TORCH"] = "0"
     if shell is None:
         try:
             from IPython import get_ipython
@@ -141,15 +184,6 @@ def use_frameworks(choice: str | None = "", shell=None) -> str:
         transformers = shell.input_transformers_cleanup
         transformers[:] = [t for t in transformers if not isinstance(t, _SkipOtherFramework)]
         transformers.append(_SkipOtherFramework(choice))
-    if choice == "both":
-        import importlib.util
-
-        for module, framework in (("tensorflow", "tensorflow"), ("torch", "pytorch")):
-            if importlib.util.find_spec(module) is None:
-                other = "pytorch" if framework == "tensorflow" else "tensorflow"
-                raise ModuleNotFoundError(
-                    f"{_NAMES[framework]} is not installed, and this notebook runs both frameworks: "
-                    f"choose one in the set-up cell (FRAMEWORK = {other!r}) or set {ENV}={other}")
     if choice in ("tensorflow", "both"):
         quiet_tensorflow()
     return choice
