@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from ._files import atomic_write
+from .claims import PER_FRAMEWORK_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAG = "course-setup"
@@ -468,6 +469,22 @@ def _apply_fixes(notebook: dict, stem: str, where: str) -> list:
     return changes
 
 
+def _check_per_framework(cell, tags, imports, owner, evidence, where, final) -> None:
+    """A ``per-framework`` cell is neutral: no framework tag, no framework import, and it reads
+    what the frameworks' cells stored in dicts (changed in place), never a name that only
+    one framework's cells define."""
+    if tags:
+        raise FrameworkMarkError(f"{where} cell {cell.get('id')}: tagged {PER_FRAMEWORK_TAG} and {tags[0]}: "
+                                 f"a {PER_FRAMEWORK_TAG} cell runs under every choice (remove one tag)")
+    own = sorted(n for n in evidence if owner.get(n))
+    if final and (imports or own):
+        what = ", ".join(own) if own else "a framework's import"
+        raise FrameworkMarkError(
+            f"{where} cell {cell.get('id')} ({PER_FRAMEWORK_TAG}) reads {what}, which only one framework's "
+            "cells define: let those cells store it in a dict keyed by framework name "
+            '(results["PyTorch"] = ...) and read the dict')
+
+
 def _cell_frameworks(cell) -> set:
     tags = _framework_tags(cell)
     if "both-frameworks" in tags:
@@ -526,7 +543,11 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
                     needs |= owner.get(name, set()) | touched.get(name, set())
                     exists |= owner.get(name, set())
             fws = _cell_frameworks(cell)
-            if NEUTRAL_TAG in cell_tags(cell):
+            per_framework = PER_FRAMEWORK_TAG in cell_tags(cell)
+            if per_framework:
+                _check_per_framework(cell, tags, imports, owner, evidence, where, final)
+                fws = set()
+            elif NEUTRAL_TAG in cell_tags(cell):
                 fws = set()
             elif len(fws) == 1 and exists - fws and final:  # a name this framework never defines
                 bad = sorted(n for n in evidence if owner.get(n, set()) - fws) or [
@@ -560,6 +581,8 @@ def mark_frameworks(notebook: dict, where: str = "notebook", stem: str = "") -> 
                     owner[name] = set(fws)
             for name in defined:
                 touched.pop(name, None)
+                if per_framework:  # what it defines holds the frameworks that ran
+                    touched[name] = {"tf", "pt"}
             for name in mutated - imported:
                 if fws:
                     touched[name] = touched.get(name, set()) | fws
