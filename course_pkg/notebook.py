@@ -21,7 +21,9 @@ first line                             runs when the choice is
 =====================================  ==========================================
 
 A skipped tab cell prints nothing (its twin in the other framework runs); a
-skipped ``only`` or comparison cell prints one line saying why it was skipped.
+skipped ``only`` or comparison cell prints one line saying why it was skipped. A
+neutral cell that reports on each framework that ran (tagged ``per-framework``, no
+marker) runs under every choice: see :mod:`course_pkg.claims`.
 
 Imports no framework (it imports TensorFlow itself only when TensorFlow is chosen).
 """

@@ -146,6 +146,84 @@ def test_both_refuses_a_missing_framework(monkeypatch):
         notebook.use_frameworks("both", shell=FakeShell())
 
 
+@pytest.mark.parametrize("missing,want", [("torch", "tensorflow"), ("tensorflow", "pytorch")])
+def test_an_empty_choice_runs_the_one_framework_installed(monkeypatch, capsys, missing, want):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == missing else real(name, *a))
+    monkeypatch.setattr(notebook, "quiet_tensorflow", lambda: None)
+    monkeypatch.delenv(notebook.ENV, raising=False)
+    assert notebook.use_frameworks("", shell=FakeShell()) == want
+    other = "PyTorch" if want == "tensorflow" else "TensorFlow"
+    assert capsys.readouterr().out.startswith(f"{other} is not installed: running ")
+    assert os.environ[notebook.ENV] == want
+    monkeypatch.setenv(notebook.ENV, "both")  # a choice made on purpose is never overridden
+    with pytest.raises(ModuleNotFoundError, match="is not installed"):
+        notebook.use_frameworks("", shell=FakeShell())
+
+
+def test_an_empty_choice_refuses_when_no_framework_is_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("torch", "tensorflow") else real(name, *a))
+    monkeypatch.delenv(notebook.ENV, raising=False)
+    with pytest.raises(ModuleNotFoundError, match="neither TensorFlow nor PyTorch"):
+        notebook.use_frameworks("", shell=FakeShell())
+
+
+@pytest.mark.parametrize("choice,variable", [("pytorch", "USE_TF"), ("tensorflow", "USE_TORCH")])
+def test_one_framework_tells_transformers_not_to_import_the_other(monkeypatch, choice, variable):
+    monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(notebook, "quiet_tensorflow", lambda: None)
+    notebook.use_frameworks(choice, shell=FakeShell())
+    assert os.environ[variable] == "0"
+
+
+def test_pytorch_mode_keeps_tensorflow_out_of_transformers():
+    """transformers 4.x imports TensorFlow when it is installed unless USE_TF=0 (the compatibility
+    job of .ci/test runs this with transformers 4.57 beside TensorFlow 2.19)."""
+    code = ("import sys\nfrom course_pkg import notebook\n"
+            "notebook.use_frameworks('pytorch', shell=None)\n"
+            "import transformers\nfrom transformers import BertConfig, BertModel\n"
+            "BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, "
+            "intermediate_size=8, vocab_size=10))\n"
+            "print('TF:', 'tensorflow' in sys.modules, 'keras' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in (notebook.ENV, "USE_TF", "USE_TORCH"):
+        env.pop(name, None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().endswith("TF: False False"), res.stdout
+    assert "tensorflow" not in res.stderr.lower(), res.stderr[-2000:]
+
+
+def test_tensorflow_is_told_to_grow_its_gpu_memory(monkeypatch):
+    """TensorFlow would reserve nearly all of a GPU at its first operation: the set-up lets it
+    grow instead, so that PyTorch shares the GPU ("both"); set before TensorFlow touches it."""
+    import types
+
+    calls = []
+    experimental = types.SimpleNamespace(set_memory_growth=lambda gpu, on: calls.append((gpu, on)))
+    config = types.SimpleNamespace(list_physical_devices=lambda kind=None: ["GPU:0", "GPU:1"],
+                                   experimental=experimental)
+    monkeypatch.setitem(sys.modules, "tensorflow", types.SimpleNamespace(config=config))
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
+    notebook.quiet_tensorflow()
+    assert calls == [("GPU:0", True), ("GPU:1", True)]
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+    def in_use(gpu, on):
+        raise RuntimeError("Physical devices cannot be modified after being initialized")
+
+    experimental.set_memory_growth = in_use
+    notebook.quiet_tensorflow()  # a second run of the set-up cell: no error
+
+
 @pytest.mark.parametrize("choice,forbidden", [
     ("pytorch", ["tensorflow", "keras", "torch"]), ("tensorflow", ["torch"])])
 def test_the_choice_imports_no_other_framework(choice, forbidden):
