@@ -38,7 +38,7 @@ ENV = "COURSE_FRAMEWORK"
 
 _NAMES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch"}
 _MARKER = re.compile(r"^#\s*(?:(?P<fw>TensorFlow|PyTorch)(?P<only>\s+only)?|(?P<both>Both frameworks))"
-                     r"\s*(?::.*)?$")
+                     r"\s*(?::\s*(?P<why>.*))?$")
 
 
 def resolve(choice: str | None = "") -> str:
@@ -84,7 +84,10 @@ def skip_reason(source: str, choice: str):
     kind, framework = found
     running = f"running {_NAMES[choice]} only, COURSE_FRAMEWORK={choice}"
     if kind == "both":
-        return f"skipped: this cell compares TensorFlow and PyTorch ({running})"
+        why = (_MARKER.match(first.strip())["why"] or "").strip()
+        if not why or why.startswith("compares"):
+            return f"skipped: this cell compares TensorFlow and PyTorch ({running})"
+        return f"skipped: this cell needs both frameworks: {why} ({running})"
     if framework == choice:
         return None
     if kind == "only":

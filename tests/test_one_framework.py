@@ -416,3 +416,11 @@ def test_the_command_line_exit_statuses(tmp_path):
     assert todo.read_bytes() == before
     assert book.main(["frameworks", str(todo)]) == 0
     assert book.main(["frameworks", "--check", str(todo)]) == 0
+
+
+def test_a_skipped_cell_that_needs_both_frameworks_gives_its_own_reason():
+    source = "# Both frameworks: Keras downloads the data, PyTorch trains the ViT\nx = 1\n"
+    assert notebook.skip_reason(source, "pytorch") == (
+        "skipped: this cell needs both frameworks: Keras downloads the data, PyTorch trains the ViT "
+        "(running PyTorch only, COURSE_FRAMEWORK=pytorch)")
+    assert notebook.skip_reason(source, "both") is None
