@@ -49,11 +49,11 @@ def make_tokens(seed=0):
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def time_pair(step_a, step_b, clock="cpu", rounds=ROUNDS):
+def time_pair(step_a, step_b, clock="cpu", rounds=ROUNDS, warmup=WARMUP_STEPS, calls=STEPS_PER_ROUND):
     """Alternate the two step functions; return the median seconds per step of each
-    (``clock``: "cpu", the process's CPU time, or "wall")."""
-    times = median_times({"a": step_a, "b": step_b}, CLOCKS[clock], rounds, warmup=WARMUP_STEPS,
-                         calls=STEPS_PER_ROUND)
+    (``clock``: "cpu", the process's CPU time, or "wall"; ``warmup`` untimed steps each first,
+    then ``rounds`` rounds of ``calls`` steps)."""
+    times = median_times({"a": step_a, "b": step_b}, CLOCKS[clock], rounds, warmup=warmup, calls=calls)
     return times["a"], times["b"]
 
 
@@ -66,27 +66,28 @@ def load_average():
 
 
 # --------------------------------------------------------------------------- PyTorch
-def torch_pair():
+def torch_nn_transformer(input_vocab_size=VOCAB, target_vocab_size=VOCAB, max_len=LENGTH, d_model=D_MODEL,
+                         num_heads=HEADS, num_layers=LAYERS, dff=DFF, dropout=DROPOUT):
+    """The course's embeddings, positional encoding and output layer around ``torch.nn.Transformer``
+    (post-LN, ``layer_norm_eps=1e-6``, the course's masks as boolean masks): the PyTorch reference
+    model of these benchmarks (``benchmarks/gpu_check.py`` builds it at chapter 6's size)."""
     import torch
     from torch import nn
 
     from course_pkg import torch as cp
-
-    torch.manual_seed(0)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     class TorchNNTransformer(nn.Module):
         """Embeddings + positional encoding + torch.nn.Transformer + output layer."""
 
         def __init__(self):
             super().__init__()
-            self.src_embedding = cp.PositionalEmbedding(VOCAB, D_MODEL, LENGTH)
-            self.tgt_embedding = cp.PositionalEmbedding(VOCAB, D_MODEL, LENGTH)
-            self.dropout = nn.Dropout(DROPOUT)
+            self.src_embedding = cp.PositionalEmbedding(input_vocab_size, d_model, max_len)
+            self.tgt_embedding = cp.PositionalEmbedding(target_vocab_size, d_model, max_len)
+            self.dropout = nn.Dropout(dropout)
             self.transformer = nn.Transformer(
-                D_MODEL, HEADS, LAYERS, LAYERS, DFF, DROPOUT, batch_first=True,
+                d_model, num_heads, num_layers, num_layers, dff, dropout, batch_first=True,
                 layer_norm_eps=1e-6, norm_first=False)
-            self.final_layer = nn.Linear(D_MODEL, VOCAB)
+            self.final_layer = nn.Linear(d_model, target_vocab_size)
 
         def forward(self, src, tgt):
             causal = torch.triu(torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool,
@@ -96,6 +97,17 @@ def torch_pair():
                 tgt_mask=causal, src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0,
                 memory_key_padding_mask=src == 0)
             return self.final_layer(out)
+
+    return TorchNNTransformer()
+
+
+def torch_pair():
+    import torch
+
+    from course_pkg import torch as cp
+
+    torch.manual_seed(0)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     src, tgt_in, tgt_out = (torch.as_tensor(t, device=device) for t in make_tokens())
 
@@ -111,7 +123,7 @@ def torch_pair():
         return step
 
     course = cp.Transformer(LAYERS, D_MODEL, HEADS, DFF, VOCAB, VOCAB, LENGTH, DROPOUT)
-    reference = TorchNNTransformer()
+    reference = torch_nn_transformer()
     params = [sum(p.numel() for p in m.parameters()) for m in (course, reference)]
     return "torch.nn.Transformer", make_step(course), make_step(reference), params, TARGET
 

@@ -54,12 +54,21 @@ def framework(name, seed, torch_threads):
     return cp
 
 
+def number_data():
+    """The chapter's French -> English number corpus (seed 0) and its two vocabularies."""
+    corpus = data.make_number_corpus("fr", "en")
+    src_vocab = data.Vocab.build([s for s, _ in corpus.train], data.Tokenizer("fr"))
+    tgt_vocab = data.Vocab.build([t for _, t in corpus.train], data.Tokenizer("en"))
+    return corpus, src_vocab, tgt_vocab
+
+
 def train_transformer(name, seed, recipe, corpus, src_vocab, tgt_vocab, torch_threads, eval_at=()):
     """One run of the recipe: CPU seconds of training, held-out exact match and more.
 
     ``eval_at``: earlier steps (multiples of ``log_every``) at which to decode the test split too
     (the Noam schedule does not depend on the number of steps, so the first N steps of a longer
-    run are a run of N steps); returns their ``(step, exact, cpu_s)`` under ``"curve"``."""
+    run are a run of N steps); returns their ``(step, exact, cpu_s, wall_s)`` under ``"curve"``
+    (the seconds of training up to that step)."""
     cp = framework(name, seed, torch_threads)
     model = cp.Transformer(num_layers=recipe["num_layers"], d_model=recipe["d_model"],
                            num_heads=recipe["num_heads"], dff=recipe["dff"],
@@ -86,7 +95,7 @@ def train_transformer(name, seed, recipe, corpus, src_vocab, tgt_vocab, torch_th
         left -= chunk
         if left > 0 and trainer.step in eval_at:  # decoding is not training: not timed
             predictions = cp.translate(model, sources, src_vocab, tgt_vocab)
-            curve.append((trainer.step, exact_match(predictions, references), cpu))
+            curve.append((trainer.step, exact_match(predictions, references), cpu, wall))
     load = os.getloadavg()[0]
     predictions = cp.translate(model, sources, src_vocab, tgt_vocab)
     return {"framework": name, "seed": seed, "steps": trainer.step, "cpu_s": cpu, "wall_s": wall,
@@ -154,9 +163,7 @@ def parse_args():
 def main():
     args = parse_args()
     recipe = {key: getattr(args, key) for key in RECIPE}
-    corpus = data.make_number_corpus("fr", "en")  # the chapter's corpus (seed 0)
-    src_vocab = data.Vocab.build([s for s, _ in corpus.train], data.Tokenizer("fr"))
-    tgt_vocab = data.Vocab.build([t for _, t in corpus.train], data.Tokenizer("en"))
+    corpus, src_vocab, tgt_vocab = number_data()
     print(f"corpus fr->en: {len(corpus.train)} train / {len(corpus.test)} test pairs (disjoint "
           f"numbers); {os.cpu_count()} CPUs; load average at start "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -172,7 +179,7 @@ def main():
             print(f"{FRAMEWORK_NAMES[name]:11s} {seed:4d} {r['steps']:5d} {100 * r['exact']:8.2f} "
                   f"{r['wrong']:5d} {r['cpu_s']:6.1f} {r['wall_s']:6.1f} {r['load']:5.2f} "
                   f"{r['loss']:6.3f}", flush=True)
-            for step, exact, cpu in r["curve"]:
+            for step, exact, cpu, _ in r["curve"]:
                 print(f"{'':11s} {'':4s} {step:5d} {100 * exact:8.2f} {'':5s} {cpu:6.1f}", flush=True)
 
     print(f"\n{'framework':11s} {'min exact %':>11s} {'mean exact %':>12s} {'mean CPU s':>10s} "

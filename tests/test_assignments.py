@@ -4,10 +4,14 @@
   are applied to the student and answer notebooks only, and refused where they do not belong;
 - the grade, solution and locked cells carry the checksums nbgrader computes, so that
   ``nbgrader validate`` flags an edited locked cell;
-- every cell of every chapter's answer key runs within nbgrader's default 30 s per cell, and the
-  student notebooks' exercise cells fail only with their stubs' ``NotImplementedError``
-  (3.5 minutes on the shared 2-core machine, about 100 s of kernel CPU; it prints the slowest
-  cells with ``-s``);
+- every cell of every chapter's answer key runs without an error, and the student notebooks'
+  exercise cells fail only with their stubs' ``NotImplementedError``; no cell uses more than
+  nbgrader's 30 s per cell in kernel CPU time (the assignment editions shorten the book's long
+  runs). Wall time is not asserted: on a machine shared with other work a cell's wall time says
+  more about the load than about the cell, so the cells run under a generous timeout (10 x 30 s,
+  against a hung kernel only). ``python benchmarks/assignment_cells.py`` measures the margin:
+  each notebook's slowest cells, wall and CPU seconds (3.5 minutes on the shared 2-core machine,
+  about 100 s of kernel CPU; the test prints the slowest cells with ``-s``);
 - nbgrader's own ``generate_assignment`` and ``autograde`` grade chapter 3 as ``check`` does
   (about a minute).
 """
@@ -240,21 +244,34 @@ def test_nbgrader_validate_flags_an_edited_locked_cell(built):
 
 # --------------------------------------------------------------------------- 30 s per cell
 
+# Against a hung kernel only: far over nbgrader's 30 s, so that a busy machine does not fail the test.
+STALL_TIMEOUT = 10 * CELL_TIME_LIMIT
+# One thread per framework in the kernels (as benchmarks/assignment_cells.py): a cell's CPU seconds are
+# then its work on one core; threads that spin while other programs hold the cores inflate them otherwise.
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                                     "TF_NUM_INTEROP_THREADS")}
+
+
 def _run(path, indices=None):
     from course_pkg.exercises.timing import report, run_timed
 
-    runs = run_timed(path, timeout=CELL_TIME_LIMIT, indices=indices)
+    runs = run_timed(path, timeout=STALL_TIMEOUT, indices=indices)
     print(report(path.relative_to(path.parent.parent), runs))
     return runs
 
 
-def test_assignment_notebooks_run_within_nbgraders_cell_limit(tmp_path):
-    """Answer keys in full, student notebooks' set-up and exercise cells, 30 s per cell.
+def test_assignment_notebooks_run_without_errors_within_nbgraders_cpu_budget(tmp_path, monkeypatch):
+    """Answer keys in full, student notebooks' set-up and exercise cells: no unexpected error, and
+    no cell over 30 s of kernel CPU time (the process's, one thread per framework: its work on one
+    core, which a busy machine inflates far less than wall time). The margin under nbgrader's 30 s
+    is measured by benchmarks/assignment_cells.py.
 
     The student notebooks' other cells are the answer keys' (checked here), so they run once.
     """
     from course_pkg.exercises.timing import expected_error
 
+    for name, value in ONE_THREAD.items():
+        monkeypatch.setenv(name, value)  # the kernels inherit the environment
     files = plan_build(BOOK, SEED)
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -267,7 +284,8 @@ def test_assignment_notebooks_run_within_nbgraders_cell_limit(tmp_path):
         for a, s in zip(a_cells, s_cells):
             if exercise_of(a)[1] != "solution":
                 assert source_text(a) == source_text(s), (path.name, a["id"])
-        for run in _run(answers):
+        answer_runs = _run(answers)
+        for run in answer_runs:
             if run.error:
                 problems.append(f"answers/{path.name} cell {run.index} ({run.cell_id}): {run.error}")
         start = section_start({"cells": s_cells})
@@ -277,6 +295,12 @@ def test_assignment_notebooks_run_within_nbgraders_cell_limit(tmp_path):
             if run.error and not expected_error(run):
                 problems.append(f"student/{path.name} cell {run.index} ({run.cell_id}): {run.error}")
         assert any(expected_error(run) for run in runs)  # the stubs did run
+        assert len(answer_runs) == sum(c["cell_type"] == "code" for c in a_cells)  # every cell ran
+        assert sum(run.cpu for run in answer_runs) > 0  # the CPU probe reported
+        for edition, edition_runs in (("answers", answer_runs), ("student", runs)):
+            problems += [f"{edition}/{path.name} cell {run.index} ({run.cell_id}): {run.cpu:.1f} s of CPU, "
+                         f"over nbgrader's {CELL_TIME_LIMIT} s per cell" for run in edition_runs
+                         if run.cpu > CELL_TIME_LIMIT]
     assert not problems, "\n".join(problems)
 
 
