@@ -19,6 +19,16 @@ NOTEBOOKS = book.chapter_notebooks(ROOT / "book")
 TAB_TAGS = {"tensorflow": "tensorflow", "pytorch": "pytorch"}
 
 
+@pytest.fixture(autouse=True)
+def restore_environment():
+    """use_frameworks sets COURSE_FRAMEWORK, USE_TF and USE_TORCH in os.environ: put it back after
+    each test, or the notebooks nbval runs later in the same session inherit the choice."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 class FakeShell:
     """What use_frameworks needs of IPython's shell, with IPython's own transformer manager."""
 
@@ -177,7 +187,8 @@ def test_an_empty_choice_refuses_when_no_framework_is_installed(monkeypatch):
 
 @pytest.mark.parametrize("choice,variable", [("pytorch", "USE_TF"), ("tensorflow", "USE_TORCH")])
 def test_one_framework_tells_transformers_not_to_import_the_other(monkeypatch, choice, variable):
-    monkeypatch.delenv(variable, raising=False)
+    for name in (variable, notebook.ENV):  # restored afterwards: later notebooks' kernels inherit them
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(notebook, "quiet_tensorflow", lambda: None)
     notebook.use_frameworks(choice, shell=FakeShell())
     assert os.environ[variable] == "0"
