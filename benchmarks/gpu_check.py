@@ -116,7 +116,11 @@ def parse_args(argv=None):
     parser.add_argument("--skip-notebooks", action="store_true", help="only the timings and the recipe")
     parser.add_argument("--skip-timings", action="store_true", help="only the notebooks")
     parser.add_argument("--keep", type=Path, default=None, help="folder for the executed copies")
-    parser.add_argument("--json", type=Path, default=None, help="write the results to this file")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write the results to this file (rewritten after each step, so that a run "
+                             "stopped part-way keeps what it measured)")
+    parser.add_argument("--report", type=Path, nargs="+", default=None, metavar="JSON",
+                        help="print the table of earlier runs' JSON files (merged in order) and exit")
     args = parser.parse_args(argv)
     if args.keep is not None and BOOK.resolve() in [args.keep.resolve(), *args.keep.resolve().parents]:
         parser.error(f"--keep {args.keep}: the executed copies do not go under {BOOK}")
@@ -228,7 +232,10 @@ def run_chapter(path, framework, cell_timeout, keep=None):
 
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell(PEAK_CELL[framework].replace("{mark}", MARK)))
-    env = dict(os.environ, COURSE_FRAMEWORK=framework, MPLBACKEND="agg")
+    # The repository's course_pkg first (not another one installed, and no install from the set-up cell).
+    path_entries = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, COURSE_FRAMEWORK=framework, MPLBACKEND="agg",
+               PYTHONPATH=os.pathsep.join(path_entries))
     stopped = None
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
         work = Path(folder) / "work"
@@ -375,16 +382,52 @@ def table(results):
                 else f"did not reach {100 * r['target_exact']:g}%")
         lines.append(f"| ch. 6 recipe, {r['steps']} steps, seed {r['seed']} | PyTorch | {r['wall_s']:.1f} | "
                      f"{memory(r['peak_gpu_bytes'])} | | | exact match {100 * r['exact']:.2f}%; {when} |")
-    lines += ["", f"Result: {'ok' if results['ok'] else 'FAILED'} ({results['failed_chapters']} chapter "
+    verdict = "ok" if results["ok"] else "FAILED"
+    if not results.get("complete", True):
+        verdict = "INCOMPLETE (stopped part-way)"
+    lines += ["", f"Result: {verdict} ({results['failed_chapters']} chapter "
               f"run(s) with errors or failed claims; total {results['total_s']:.0f} s)"]
     return "\n".join(lines)
 
 
+def finish(results, started):
+    """Fill in the totals of ``results`` (after each step: a run stopped part-way is reported as such)."""
+    results["failed_chapters"] = sum(not c["ok"] for c in results["chapters"])
+    results["ok"] = results["failed_chapters"] == 0
+    results["total_s"] = round(time.perf_counter() - started, 1)
+    return results
+
+
+def save(results, path):
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def merge(paths):
+    """One report from several runs' JSON files (say, the chapters in one run and the timings in
+    another): the first file's device line, every file's chapters, the last timings and recipe found."""
+    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    merged = dict(runs[0], chapters=[c for r in runs for c in r["chapters"]])
+    merged["frameworks"] = sorted({f for r in runs for f in r["frameworks"]})
+    for r in runs:
+        merged["training_step"] = r["training_step"] or merged["training_step"]
+        merged["recipe"] = r["recipe"] or merged["recipe"]
+    merged["failed_chapters"] = sum(not c["ok"] for c in merged["chapters"])
+    merged["ok"] = merged["failed_chapters"] == 0 and all(r.get("complete", True) for r in runs)
+    merged["total_s"] = sum(r["total_s"] for r in runs)
+    return merged
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.report:
+        results = merge(args.report)
+        print(table(results))
+        return 0 if results["ok"] else 1
     if args.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # this process (before torch is imported) and the kernels
-    sys.path.insert(0, str(HERE))  # training_speed, translation_accuracy
+    sys.path[:0] = [str(HERE), str(ROOT)]  # training_speed, translation_accuracy; the repository's course_pkg
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -401,8 +444,9 @@ def main(argv=None):
         "host": platform.node(), "cpus": os.cpu_count(), "quick": args.quick,
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "cuda": torch.version.cuda, "tensorflow": version("tensorflow")},
-        "frameworks": frameworks, "chapters": [], "training_step": [], "recipe": None,
+        "frameworks": frameworks, "chapters": [], "training_step": [], "recipe": None, "complete": False,
     }
+    save(finish(results, started), args.json)
     for path in chapters if frameworks else []:
         for framework in frameworks:
             print(f"running {path.name} in {FRAMEWORK_NAMES[framework]} mode ...", flush=True)
@@ -411,20 +455,18 @@ def main(argv=None):
             print(f"  {run['wall_s']:.1f} s, {len(run['errors'])} errors, {run['claims_true']}/"
                   f"{run['claim_lines']} claim lines True, {len(run['failed_claims'])} failed claims",
                   flush=True)
+            save(finish(results, started), args.json)
     if not args.skip_timings:
         print("timing chapter 6's training step ...", flush=True)
         warmup, calls = (1, 3) if args.quick else (5, 10)
         results["training_step"] = time_training_step(PRECISIONS, args.rounds, warmup, calls)
+        save(finish(results, started), args.json)
         print("training chapter 6's recipe ...", flush=True)
         results["recipe"] = run_recipe(args.recipe_steps or (QUICK_RECIPE_STEPS if args.quick else None))
-    results["failed_chapters"] = sum(not c["ok"] for c in results["chapters"])
-    results["ok"] = results["failed_chapters"] == 0
-    results["total_s"] = round(time.perf_counter() - started, 1)
+    results["complete"] = True
+    save(finish(results, started), args.json)
     print()
     print(table(results))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0 if results["ok"] else 1
 
 

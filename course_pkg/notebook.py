@@ -109,11 +109,15 @@ class _SkipOtherFramework:
 
 
 def quiet_tensorflow() -> None:
-    """Import TensorFlow, let it share the GPU, and list its devices with stderr closed.
+    """Import TensorFlow, let it share the GPU, keep float32 exact, and list its devices with stderr closed.
 
     TensorFlow reserves nearly all of a GPU's memory at its first operation unless
     memory growth is set before it touches the GPU; with growth it takes what it
     needs, so that PyTorch can run on the same GPU in the same process ("both").
+    On an Ampere or newer GPU it computes float32 matrix products and convolutions
+    in TF32 (10 bits of mantissa) unless told not to; the chapters compare float32
+    results with NumPy's to 1e-5 or closer, so TF32 is turned off (PyTorch's matrix
+    products are full float32 by default).
     Its start-up lines about CUDA ignore ``TF_CPP_MIN_LOG_LEVEL``; closing stderr
     keeps them out of the notebook.
     """
@@ -128,6 +132,7 @@ def quiet_tensorflow() -> None:
                 tensorflow.config.experimental.set_memory_growth(gpu, True)
             except RuntimeError:  # the GPU is in use already (the cell ran before): growth stays as set
                 pass
+        tensorflow.config.experimental.enable_tensor_float_32_execution(False)
     finally:
         os.dup2(stderr, 2)
         os.close(stderr)

@@ -48,13 +48,20 @@ class _inference:
         self.model.train(self.was_training)
 
 
+def _device_of(model):
+    """The device of the model's first parameter (the CPU for a model without any)."""
+    first = next(model.parameters(), None) if isinstance(model, torch.nn.Module) else None
+    return torch.device("cpu") if first is None else first.device
+
+
 def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
                   pad_id=PAD_ID, use_cache=True, return_logits=False):
     """Pick the most likely token at each step until every sequence has ``<eos>``.
 
     Args:
         model: a model with ``start_decoding``/``decode_step`` (e.g. Transformer).
-        src_tokens: source token ids.
+        src_tokens: source token ids (a tensor on any device, an array or lists: they go to
+            the device of the model's weights, where the tokens come back).
         max_len: most tokens to generate (default: the model's ``max_len - 1``);
             at most the model's ``max_len``, else ``ValueError``.
         bos_id, eos_id, pad_id: special token ids.
@@ -72,7 +79,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         logits (batch, steps, vocab), steps <= max_len.
     """
     max_len = default_max_len(model, max_len)
-    src = torch.as_tensor(src_tokens)
+    src = torch.as_tensor(src_tokens, device=_device_of(model))  # where the model's weights live
     batch = src.shape[0]
     if batch == 0:  # nothing to decode
         tokens = torch.zeros((0, 0), dtype=torch.int64, device=src.device)
@@ -119,7 +126,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     """
     check_positive(beam_size=beam_size)
     max_len = default_max_len(model, max_len)
-    src = torch.as_tensor(src_tokens)
+    src = torch.as_tensor(src_tokens, device=_device_of(model))  # where the model's weights live
     batch, device = src.shape[0], src.device
     if batch == 0:  # nothing to search
         tokens = torch.zeros((0, 0), dtype=torch.int64, device=device)

@@ -77,9 +77,9 @@ def _gru_cell(input_size, units):
     return cell
 
 
-def _check_tokens(tokens, vocab_size):
-    """``tokens`` as a tensor (narrow and unsigned integers as int64); raise ``TypeError``/``ValueError``
-    unless they are ``(batch, seq)`` ids, ``seq >= 1``."""
+def _check_tokens(tokens, vocab_size, device):
+    """``tokens`` as a tensor on ``device`` (narrow and unsigned integers as int64); raise
+    ``TypeError``/``ValueError`` unless they are ``(batch, seq)`` ids, ``seq >= 1``."""
     tokens = _token_ids(tokens)
     check_token_dtype(is_integer(tokens), str(tokens.dtype))
     check_token_rank(tokens.shape)
@@ -87,7 +87,7 @@ def _check_tokens(tokens, vocab_size):
         raise ValueError("token ids must hold at least one position, got length 0")
     if tokens.numel():
         check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
-    return tokens
+    return tokens.to(device)
 
 
 def _check_pair(src_tokens, tgt_tokens):
@@ -130,7 +130,7 @@ class Seq2SeqEncoder(Layer):
         self.rnn = _gru(embedding_dim, units)
 
     def forward(self, tokens):
-        tokens = _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size, self.embedding.weight.device)
         x = self.embedding(tokens)  # (batch, src_len, embedding_dim)
         outputs, _ = self.rnn(x)  # (batch, src_len, units)
         positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device)  # (src_len,)
@@ -179,7 +179,7 @@ class Seq2SeqDecoder(Layer):
         self.final_layer = dense(units, vocab_size)
 
     def forward(self, tokens, state, context=None):
-        tokens = _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size, self.embedding.weight.device)
         context = state if context is None else context
         check_state(state.shape, self.units, "state")
         check_state(context.shape, self.units, "context")
@@ -246,7 +246,7 @@ class AttentionDecoder(Layer):
         self.final_layer = dense(units, vocab_size)
 
     def forward(self, tokens, enc_output, state, padding_mask=None, return_attention=False):
-        tokens = _check_tokens(tokens, self.vocab_size)
+        tokens = _check_tokens(tokens, self.vocab_size, self.embedding.weight.device)
         check_features(enc_output.shape, self.units, "enc_output")
         check_state(state.shape, self.units, "state")
         check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
@@ -316,7 +316,7 @@ class Seq2Seq(Model):
         if return_attention and self.attention_type is None:
             raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
                              "was built with attention=None")
-        src_tokens, tgt_tokens = _token_ids(src_tokens), _token_ids(tgt_tokens)
+        src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
@@ -327,6 +327,10 @@ class Seq2Seq(Model):
                                           return_attention=True)  # (batch, tgt_len, target_vocab_size)
         return (logits, weights) if return_attention else logits
 
+    def _as_tokens(self, tokens):
+        """Token ids as a tensor on the model's device (lists and arrays welcome)."""
+        return _token_ids(tokens).to(self.encoder.embedding.weight.device)
+
     def start_decoding(self, src_tokens):
         """Encode the source; return the state that :meth:`decode_step` grows.
 
@@ -335,7 +339,7 @@ class Seq2Seq(Model):
         mask (with attention). This and :meth:`decode_step` are what
         ``greedy_decode`` and ``beam_search`` need.
         """
-        src_tokens = torch.as_tensor(src_tokens)
+        src_tokens = self._as_tokens(src_tokens)
         enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
             return {"state": state, "context": state}
@@ -351,7 +355,7 @@ class Seq2Seq(Model):
         Shape:
             tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
-        tgt_tokens = torch.as_tensor(tgt_tokens)
+        tgt_tokens = self._as_tokens(tgt_tokens)
         if self.attention_type is None:
             logits, new_state = self.decoder(tgt_tokens, state["state"], state["context"])
         else:
