@@ -414,7 +414,8 @@ def merge(paths):
         merged["training_step"] = r["training_step"] or merged["training_step"]
         merged["recipe"] = r["recipe"] or merged["recipe"]
     merged["failed_chapters"] = sum(not c["ok"] for c in merged["chapters"])
-    merged["ok"] = merged["failed_chapters"] == 0 and all(r.get("complete", True) for r in runs)
+    merged["complete"] = all(r.get("complete", True) for r in runs)
+    merged["ok"] = merged["failed_chapters"] == 0 and merged["complete"]
     merged["total_s"] = sum(r["total_s"] for r in runs)
     return merged
 

@@ -134,3 +134,28 @@ def test_failed_claims_and_errors_are_found_and_fail_the_check():
     assert "| TensorFlow | 1.0 | 1 MiB | 1 | 1/3 True (1 False outside `claim` cells) | FAILED:" in row
     assert "cell 2 (c): ValueError: boom" in row and "cell 0 (a): shapes agree: False" in row
     assert "TensorFlow not installed" in text and text.splitlines()[-1].startswith("Result: FAILED")
+
+
+def test_quick_run_json_says_complete_and_report_merges_runs(quick, tmp_path):
+    _, results = quick
+    assert results["complete"] is True
+    chapters_only = dict(results, training_step=[], recipe=None, total_s=10.0)
+    timings_only = dict(results, chapters=[], frameworks=[], total_s=5.0)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, run in zip(paths, (chapters_only, timings_only)):
+        path.write_text(json.dumps(run), encoding="utf-8")
+    gpu_check = _script_module()
+    merged = gpu_check.merge(paths)
+    assert merged["chapters"] == results["chapters"] and merged["frameworks"] == ["pytorch"]
+    assert merged["training_step"] == results["training_step"] and merged["recipe"] == results["recipe"]
+    assert merged["total_s"] == 15.0 and merged["ok"] is True
+    done = subprocess.run([sys.executable, str(SCRIPT), "--report", *map(str, paths)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].startswith("Result: ok")
+    # a run stopped part-way (its JSON written before the end) is reported so, and fails the report
+    paths[1].write_text(json.dumps(dict(timings_only, complete=False)), encoding="utf-8")
+    merged = gpu_check.merge(paths)
+    assert merged["ok"] is False and merged["complete"] is False
+    text = gpu_check.table(dict(results, complete=False))
+    assert text.splitlines()[-1].startswith("Result: INCOMPLETE")

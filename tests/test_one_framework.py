@@ -213,19 +213,21 @@ def test_pytorch_mode_keeps_tensorflow_out_of_transformers():
     assert "tensorflow" not in res.stderr.lower(), res.stderr[-2000:]
 
 
-def test_tensorflow_is_told_to_grow_its_gpu_memory(monkeypatch):
+def test_tensorflow_is_told_to_grow_its_gpu_memory_and_compute_float32_exactly(monkeypatch):
     """TensorFlow would reserve nearly all of a GPU at its first operation: the set-up lets it
-    grow instead, so that PyTorch shares the GPU ("both"); set before TensorFlow touches it."""
+    grow instead, so that PyTorch shares the GPU ("both"); set before TensorFlow touches it.
+    On Ampere or newer GPUs it would compute float32 products in TF32: turned off."""
     import types
 
-    calls = []
-    experimental = types.SimpleNamespace(set_memory_growth=lambda gpu, on: calls.append((gpu, on)))
+    calls, tf32 = [], []
+    experimental = types.SimpleNamespace(set_memory_growth=lambda gpu, on: calls.append((gpu, on)),
+                                         enable_tensor_float_32_execution=tf32.append)
     config = types.SimpleNamespace(list_physical_devices=lambda kind=None: ["GPU:0", "GPU:1"],
                                    experimental=experimental)
     monkeypatch.setitem(sys.modules, "tensorflow", types.SimpleNamespace(config=config))
     monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
     notebook.quiet_tensorflow()
-    assert calls == [("GPU:0", True), ("GPU:1", True)]
+    assert calls == [("GPU:0", True), ("GPU:1", True)] and tf32 == [False]
     assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
 
     def in_use(gpu, on):
