@@ -251,5 +251,11 @@ def vit_from_huggingface(hf_model_or_state_dict, config=None):
         model's; for a ``ViTModel`` (no head) ``model.features(images)`` equals
         ``last_hidden_state``. Images go in channels-last:
         ``tf.transpose(pixel_values, (0, 2, 3, 1))``.
+
+    Raises:
+        ValueError: the configuration is another family's (its ``model_type``) or lacks a size;
+            an entry is missing, unexpected or of another shape than the configuration gives
+            it (the message names the checkpoint's own key, the shape found and the shape
+            expected). ``TypeError``: an entry is not numbers. No model is returned then.
     """
     return _hf.vit_from_huggingface(ViT, hf_model_or_state_dict, config)

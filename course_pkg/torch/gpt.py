@@ -255,5 +255,11 @@ def gpt_from_huggingface(source, config=None):
 
     Returns:
         The course model, in eval mode (mapping in :mod:`course_pkg.huggingface`).
+
+    Raises:
+        ValueError: the configuration is another family's (its ``model_type``) or lacks a size;
+            an entry is missing, unexpected or of another shape than the configuration gives
+            it (the message names the checkpoint's own key, the shape found and the shape
+            expected). ``TypeError``: an entry is not numbers. No model is returned then.
     """
     return _hf.gpt_from_huggingface(GPT, source, config).eval()
