@@ -2,8 +2,9 @@
 
 The same ``course_pkg`` Transformer (the configuration of ``training_speed.py``: batch 64,
 length 32, d_model 128, 4 heads, dff 512, 2 + 2 layers, vocabularies of 1000, dropout 0.1,
-masked loss, Adam) trained with the fused kernel (the default when no attention weights are
-requested: ``F.scaled_dot_product_attention`` / ``keras.ops.dot_product_attention``) and
+masked loss, Adam) trained with the fused path (the default when no attention weights are
+requested: PyTorch's fused kernel ``F.scaled_dot_product_attention``; in TensorFlow, which has no
+fused kernel, the computation of ``keras.ops.dot_product_attention`` without the weights) and
 with the explicit path forced by ``set_fused_attention(False)``. The two steps are timed in
 alternation, ROUNDS times, and the median step time of each is reported;
 speed-up = explicit / fused (higher is faster). TensorFlow steps run in a ``tf.function``,
