@@ -83,7 +83,8 @@ def check_mask_dtype(is_bool: bool) -> None:
 
 
 def check_matching_depth(q_shape: Shape, k_shape: Shape, v_shape: Shape) -> None:
-    """Raise ``ValueError`` unless query/key depths and key/value lengths agree."""
+    """Raise ``ValueError`` unless query/key depths and key/value lengths agree, key and value
+    have the same leading axes and those of the query broadcast with them (a 1 is shared)."""
     if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2:
         raise ValueError(
             "query, key and value need at least 2 axes (..., length, depth), got "
@@ -107,6 +108,13 @@ def check_matching_depth(q_shape: Shape, k_shape: Shape, v_shape: Shape) -> None
             f"key leading axes {kb} differ from value leading axes {vb}: "
             "each key needs exactly one value"
         )
+    qb = tuple(q_shape[:-2])
+    if any(q is not None and k is not None and q != k and 1 not in (q, k)
+           for q, k in zip(reversed(qb), reversed(kb))):
+        raise ValueError(
+            f"query leading axes {qb} do not broadcast with key leading axes {kb}: "
+            "each batch (or head) axis must be the same in both, or 1 in one of them"
+        )
 
 
 def check_same_dtype(query_dtype: str, key_dtype: str) -> None:
@@ -116,6 +124,23 @@ def check_same_dtype(query_dtype: str, key_dtype: str) -> None:
             f"query and key must have the same dtype, got {query_dtype} and {key_dtype}; "
             "cast one of them first"
         )
+
+
+def check_floating(name: str, is_floating: bool, dtype_name: str) -> None:
+    """Raise ``TypeError`` naming the argument ``name`` unless it holds floats."""
+    if not is_floating:
+        raise TypeError(f"{name} must be a floating-point tensor (float16, bfloat16, float32 or float64), "
+                        f"got dtype {dtype_name}; cast it first")
+
+
+def check_attention_dtypes(dtypes, floating) -> None:
+    """Raise ``TypeError`` unless query, key and value hold floats and query and key share a dtype.
+
+    ``dtypes``: the three dtype names (without ``torch.``), ``floating``: whether each is a float.
+    """
+    for name, dtype, is_floating in zip(("query", "key", "value"), dtypes, floating):
+        check_floating(name, is_floating, dtype)
+    check_same_dtype(dtypes[0], dtypes[1])
 
 
 def check_input_dtype(what: str, dtype: str, expected: str, source: str) -> None:
@@ -131,6 +156,74 @@ def check_features(shape: Shape, d_model: int, what: str = "input") -> None:
         raise ValueError(
             f"{what} must have shape (batch, length, {d_model}), got {shape}"
         )
+
+
+def check_table_size(**values) -> None:
+    """Raise ``TypeError`` for a value that is not an int (a NumPy integer will do), ``ValueError``
+    for a negative one: the sizes of a table (``positional_encoding(length, d_model)``)."""
+    import numpy as np  # here, so that importing this module stays pure Python
+
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int >= 0, got {value!r} (a {type(value).__name__})")
+        if value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def check_states(shape: Shape, d_model: int, is_floating: bool, dtype_name: str, what: str = "x") -> None:
+    """Raise unless ``what`` are hidden states ``(batch, seq, d_model)`` of a float dtype:
+    ``TypeError`` for another dtype, ``ValueError`` for another shape."""
+    shape = tuple(shape)
+    if not is_floating:
+        raise TypeError(f"{what} (the hidden states) must be a floating-point tensor, got dtype "
+                        f"{dtype_name}: pass the states of a stack, not token ids")
+    if len(shape) != 3 or (shape[-1] is not None and shape[-1] != d_model):
+        raise ValueError(f"{what} (the hidden states) must have shape (batch, seq, {d_model}), got {shape}")
+
+
+def check_token_index(token_index, seq: Optional[int]) -> None:
+    """Raise ``ValueError`` unless the int ``token_index`` is a position of a sequence of ``seq``
+    (``-seq <= token_index < seq``: negative counts from the end); ``TypeError`` for a bool.
+    ``seq`` ``None`` (unknown): only the type is checked."""
+    if isinstance(token_index, bool):
+        raise TypeError(f"token_index must be an int or one int index per row, got {token_index!r}")
+    if seq is not None and not -seq <= token_index < seq:
+        raise ValueError(f"token_index {token_index} is outside a sequence of {seq} positions "
+                         f"(expected -{seq} <= token_index < {seq})")
+
+
+def check_row_indices(shape: Shape, batch: Optional[int], is_integer: bool, dtype_name: str,
+                      values=None, seq: Optional[int] = None) -> None:
+    """Raise unless a per-row ``token_index`` is one int position per row, each as
+    :func:`check_token_index` wants it: ``TypeError`` for another dtype, ``ValueError`` for
+    another shape than ``(batch,)`` or a position outside the sequence (``values``: the
+    indices as a list, ``None`` where unknown)."""
+    shape = tuple(shape)
+    if not is_integer:
+        raise TypeError(f"token_index must be an int or one int index per row, got dtype {dtype_name}")
+    if len(shape) != 1 or (batch is not None and shape[0] is not None and shape[0] != batch):
+        raise ValueError(f"token_index must be an int or one index per row, shape ({batch},), "
+                         f"got shape {shape}")
+    if values is None or seq is None:
+        return
+    for row, index in enumerate(values):
+        if not -seq <= index < seq:
+            raise ValueError(f"token_index {index} (row {row}) is outside a sequence of {seq} positions "
+                             f"(expected -{seq} <= token_index < {seq})")
+
+
+def check_segment_ids(is_integer: bool, dtype_name: str, shape: Shape, tokens_shape: Shape,
+                      lowest=None, highest=None, type_vocab_size: int = 2) -> None:
+    """Raise unless BERT's ``segment_ids`` are integers (``TypeError``) of the tokens' shape, in
+    ``[0, type_vocab_size)`` (``ValueError``; ``lowest``/``highest`` ``None``: unknown or empty)."""
+    if not is_integer:
+        raise TypeError(f"segment_ids must be an integer tensor (int32 or int64), got dtype {dtype_name}; "
+                        "cast them to int32 or int64 first")
+    if tuple(shape) != tuple(tokens_shape):
+        raise ValueError(f"segment_ids must have the tokens' shape {tuple(tokens_shape)}, got {tuple(shape)}")
+    if lowest is not None and (lowest < 0 or highest >= type_vocab_size):
+        raise ValueError(f"segment_ids must lie in [0, {type_vocab_size}) for type_vocab_size="
+                         f"{type_vocab_size}, got ids from {lowest} to {highest}")
 
 
 def check_token_dtype(is_integer: bool, dtype_name: str) -> None:

@@ -17,7 +17,7 @@ import errno
 import os
 import secrets
 
-__all__ = ["atomic_open", "atomic_write", "make_folder", "sync_folder", "temporary_name"]
+__all__ = ["atomic_open", "atomic_write", "make_folder", "sync_folder", "temporary_name", "write_error"]
 
 
 def temporary_name(path) -> str:
@@ -45,6 +45,23 @@ def make_folder(folder, target=None) -> None:
             raise NotADirectoryError(errno.ENOTDIR, f"cannot write {target}: {blocker} is a file, "
                                      "not a folder") from None
         raise type(err)(err.errno, f"cannot write {target}: {err.strerror} ({err.filename})") from None
+
+
+# TensorFlow's file errors (``tf.errors``, by class name) and the errno of the OSError they stand for.
+_TF_ERRNO = {"PermissionDeniedError": errno.EACCES, "NotFoundError": errno.ENOENT,
+             "AlreadyExistsError": errno.EEXIST, "ResourceExhaustedError": errno.ENOSPC}
+
+
+def write_error(path, kind, detail) -> OSError:
+    """The ``OSError`` (``PermissionError``...) for a failed write of ``path`` that a library reported
+    as error class ``kind`` (``"PermissionDeniedError"``) with message ``detail``: the message reads
+    as :func:`atomic_open`'s, ``cannot write <path>: Permission denied (<path>)``."""
+    path = os.fspath(path)
+    code = _TF_ERRNO.get(kind)
+    if code is None:
+        lines = str(detail).strip().splitlines()
+        return OSError(f"cannot write {path}: {lines[0] if lines else kind} ({path})")
+    return OSError(code, f"cannot write {path}: {os.strerror(code)} ({path})")
 
 
 def sync_folder(folder) -> None:

@@ -194,6 +194,85 @@ def test_save_over_the_other_kind_of_path_refuses(fw, tmp_path):
     assert kept.read_text() == "mine"
 
 
+def _refuse_writes(fw, monkeypatch, folder):
+    """Writes into ``folder`` fail as in a read-only folder, where each framework meets it: torch's
+    temporary file cannot be opened, TensorFlow's checkpoint writer raises ``PermissionDeniedError``
+    (simulated: the tests run as root, who writes in any folder)."""
+    if fw.name == "torch":
+        real_open = os.open
+
+        def refuse(file, *args, **kwargs):
+            if os.path.dirname(os.path.abspath(file)) == str(folder):
+                raise PermissionError(13, "Permission denied", file)
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse)
+    else:
+        def refuse(checkpoint, prefix, *args, **kwargs):
+            detail = f"{prefix}_temp/part-00000-of-00001.data-00000-of-00001.tempstate1; Permission denied"
+            raise fw.tf.errors.PermissionDeniedError(None, None, detail)
+
+        monkeypatch.setattr(fw.tf.train.Checkpoint, "write", refuse)
+
+
+def _read_only_message(fw, path):
+    """``Trainer.save``'s message for a folder it may not write: the torch file's folder, the TF directory."""
+    folder = path.parent if fw.name == "torch" else path
+    return (rf"^\[Errno 13\] cannot write {re.escape(str(path))}: Permission denied "
+            rf"\({re.escape(str(folder))}\)$")
+
+
+def test_save_into_a_read_only_folder_raises_a_permission_error_naming_the_path(fw, tmp_path, monkeypatch):
+    path = tmp_path / "ckpt"
+    trainer = _trained(fw, 1)
+    trainer.save(path)
+    trainer.save(path)  # a previous version exists too
+    before = sorted(os.listdir(path)) if path.is_dir() else path.read_bytes()
+    trainer.train_step(*copy_batches(1, batch=4)[0])
+    _refuse_writes(fw, monkeypatch, path if fw.name == "tensorflow" else tmp_path)
+    with pytest.raises(PermissionError, match=_read_only_message(fw, path)) as info:
+        trainer.save(path)
+    monkeypatch.undo()
+    if fw.name == "tensorflow":  # TensorFlow's own error stays attached as the cause
+        assert isinstance(info.value.__cause__, fw.tf.errors.PermissionDeniedError)
+    assert (sorted(os.listdir(path)) if path.is_dir() else path.read_bytes()) == before  # nothing half-done
+    fresh = tiny_trainer(fw)
+    fresh.restore(path)
+    assert fresh.step == 1 and trainer.step == 2  # the previous checkpoint survives
+
+
+def test_other_tensorflow_write_errors_become_os_errors_naming_the_path(tf_fw, tmp_path, monkeypatch):
+    path = tmp_path / "ckpt"
+    trainer = _trained(tf_fw, 1)
+
+    def fail(checkpoint, prefix, *args, **kwargs):
+        raise tf_fw.tf.errors.UnknownError(None, None, "the file system went away\nmore detail")
+
+    monkeypatch.setattr(tf_fw.tf.train.Checkpoint, "write", fail)
+    with pytest.raises(OSError, match=rf"^cannot write {re.escape(str(path))}: the file system went away "
+                                      rf"\({re.escape(str(path))}\)$"):
+        trainer.save(path)
+    monkeypatch.undo()
+    assert os.listdir(path) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes in any folder")
+def test_save_into_a_truly_read_only_folder_raises_a_permission_error(fw, tmp_path):
+    path = tmp_path / "ckpt"
+    trainer = _trained(fw, 1)
+    trainer.save(path)
+    folder = path if fw.name == "tensorflow" else tmp_path
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(PermissionError, match=_read_only_message(fw, path)):
+            trainer.save(path)
+    finally:
+        folder.chmod(0o755)
+    fresh = tiny_trainer(fw)
+    fresh.restore(path)
+    assert fresh.step == 1
+
+
 # ------------------------------------------------------------- interrupted saves
 def _interruption_points(fw):
     """Functions a save calls, by name: each is made to raise KeyboardInterrupt in turn."""

@@ -1,8 +1,11 @@
 """Bad input to the attention functions and layers gives a clear error, never a broadcast;
 NaN stored at a blocked position never reaches the output (both frameworks)."""
 
+import re
+
 import numpy as np
 import pytest
+from helpers import flatten
 
 RNG = np.random.default_rng(0)
 Q = RNG.normal(size=(2, 3, 4)).astype(np.float32)  # (batch, Tq, depth)
@@ -230,3 +233,80 @@ def test_rnn_attention_keeps_a_nan_key_out_of_the_queries_that_block_it(fw, laye
     assert np.isfinite(context[:, 0]).all() and np.isnan(context[:, 1:]).all()
     np.testing.assert_array_equal(context[:, 0], zeroed[:, 0])
     np.testing.assert_array_equal(weights[:, 0], zeroed_weights[:, 0])
+
+
+# ------------------------------------- the free functions: query/key batches, integers, arrays
+def _message(fw, error, call):
+    with pytest.raises(error) as info:
+        call(fw)
+    return str(info.value)
+
+
+ATTENTIONS = ["scaled_dot_product_attention", "fused_attention"]
+QK_AXES = ("query leading axes {} do not broadcast with key leading axes {}: each batch (or head) axis "
+           "must be the same in both, or 1 in one of them")
+
+
+@pytest.mark.parametrize("function", ATTENTIONS)
+@pytest.mark.parametrize("q_shape,kv_shape", [((2, 3, 4), (3, 5, 4)), ((2, 3, 6, 4), (2, 2, 5, 4))],
+                         ids=["batch", "heads"])
+def test_attention_refuses_query_and_key_batches_or_heads_that_differ(fw, function, q_shape, kv_shape):
+    q, kv = RNG.normal(size=q_shape).astype(np.float32), RNG.normal(size=kv_shape).astype(np.float32)
+    with pytest.raises(ValueError, match="^" + re.escape(QK_AXES.format(q_shape[:-2], kv_shape[:-2])) + "$"):
+        getattr(fw.cp, function)(fw.tensor(q), fw.tensor(kv), fw.tensor(kv))
+
+
+@pytest.mark.parametrize("function", ATTENTIONS)
+@pytest.mark.parametrize("which", ["query", "key", "value"])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_attention_refuses_integer_query_key_or_value_naming_it(fw, function, which, dtype):
+    inputs = {"query": Q, "key": KV, "value": KV}
+    inputs[which] = inputs[which].astype(dtype)
+    with pytest.raises(TypeError, match=rf"^{which} must be a floating-point tensor \(float16, bfloat16, "
+                                        rf"float32 or float64\), got dtype {dtype}; cast it first$"):
+        getattr(fw.cp, function)(*(fw.tensor(inputs[name]) for name in ("query", "key", "value")))
+
+
+def test_attention_messages_are_the_same_in_both_frameworks(tf_fw, torch_fw):
+    kv3 = np.concatenate([KV, KV[:1]])  # (3, Tk, depth): a batch of 3 keys for 2 queries
+    sdpa = "scaled_dot_product_attention"
+    for error, call in [
+        (ValueError, lambda fw: getattr(fw.cp, sdpa)(fw.tensor(Q), fw.tensor(kv3), fw.tensor(kv3))),
+        (TypeError, lambda fw: getattr(fw.cp, sdpa)(fw.tensor(Q.astype(np.int64)), fw.tensor(KV),
+                                                    fw.tensor(KV))),
+        (ValueError, lambda fw: fw.cp.positional_encoding(-1, 8)),
+        (TypeError, lambda fw: fw.cp.positional_encoding(4, 8.0)),
+    ]:
+        assert _message(tf_fw, error, call) == _message(torch_fw, error, call)
+
+
+@pytest.mark.parametrize("function", ATTENTIONS)
+def test_attention_takes_numpy_arrays_in_both_frameworks(fw, function):
+    """TensorFlow converts arrays; torch now does too (it failed with NumPy's 'axes don't match array')."""
+    mask = np.triu(np.ones((3, 5), np.float32), 1)
+    from_arrays = getattr(fw.cp, function)(Q, KV, KV, mask)
+    from_tensors = getattr(fw.cp, function)(fw.tensor(Q), fw.tensor(KV), fw.tensor(KV), fw.tensor(mask))
+    got, expected = flatten(fw.to_numpy(from_arrays)), flatten(fw.to_numpy(from_tensors))
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("length,d_model,error,shown", [
+    (-1, 8, ValueError, "length must be an int >= 0, got -1"),
+    (4, -8, ValueError, "d_model must be an int >= 0, got -8"),
+    (2.5, 8, TypeError, "length must be an int >= 0, got 2.5 (a float)"),
+    (4, "8", TypeError, "d_model must be an int >= 0, got '8' (a str)"),
+    (True, 8, TypeError, "length must be an int >= 0, got True (a bool)"),
+])
+def test_positional_encoding_refuses_sizes_that_are_not_ints_from_0(fw, length, d_model, error, shown):
+    with pytest.raises(error, match="^" + re.escape(shown) + "$"):
+        fw.cp.positional_encoding(length, d_model)
+
+
+def test_positional_encoding_of_valid_sizes_is_unchanged(fw, ref):
+    assert tuple(fw.cp.positional_encoding(0, 8).shape) == (0, 8)
+    np.testing.assert_array_equal(fw.to_numpy(fw.cp.positional_encoding(np.int64(5), 6)),
+                                  fw.to_numpy(fw.cp.positional_encoding(5, 6)))
+    np.testing.assert_allclose(fw.to_numpy(fw.cp.positional_encoding(7, 5)), ref.positional_encoding(7, 5),
+                               atol=1e-6)

@@ -15,7 +15,7 @@ import pytest
 
 from course_pkg import exercises
 from course_pkg.exercises.__main__ import main as cli
-from course_pkg.exercises.grading import grade, prepare
+from course_pkg.exercises.grading import grade, prepare, score_probe
 from course_pkg.exercises.notebooks import ExerciseError, exercise_of, read_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +138,55 @@ def test_solution_cells_cannot_change_their_grade(edition, capsys, tmp_path):
     assert "Total: 3/6 points (1 of 3 exercises passed)" in out
     assert all(f"0/{exercises.get(i).points}" in rows[i] for i in ("4.1", "4.2", "4.3")), out
     assert "Total: 0/6 points" in out
+
+
+# --------------------------------------------------------------------------- the cell's own error
+
+FAILS_BEFORE_DEF = """\
+raise MemoryError("out of memory while building the table")
+
+
+def padding_mask(tokens):
+    return (np.asarray(tokens) == 0).astype(np.float32)[:, np.newaxis, np.newaxis, :]
+"""
+
+IMPORT_FAILS = """\
+import course_pkg_no_such_module
+
+
+def look_ahead_mask(size):
+    return np.triu(np.ones((size, size), dtype=np.float32), k=1)
+"""
+
+
+def test_the_grader_reports_the_error_of_a_cell_that_failed_before_def(edition, capsys, tmp_path):
+    masks = _notebook(edition, "03_masks.ipynb")
+    _set(masks, "3.1", "solution", FAILS_BEFORE_DEF)
+    _set(masks, "3.2", "solution", IMPORT_FAILS)
+    # an error after a correct def still passes: the grade comes from the function
+    _set(masks, "3.3", "solution", _solution(edition, "3.3") + "\nraise RuntimeError('a demo line fails')\n")
+    code = cli(["check", str(_write(tmp_path / "03_masks.ipynb", masks)), "--timeout", "60"])
+    rows = _rows(capsys.readouterr().out)
+    assert code == 1
+    assert rows["3.1"].split("FAILED: ", 1)[1] == (
+        "MemoryError: out of memory while building the table (the error of exercise 3.1's cell; "
+        "then: NameError: name 'padding_mask' is not defined)")
+    assert rows["3.2"].split("FAILED: ", 1)[1] == (
+        "ModuleNotFoundError: No module named 'course_pkg_no_such_module' (the error of exercise 3.2's "
+        "cell; then: NameError: name 'look_ahead_mask' is not defined)")
+    assert "3/3" in rows["3.3"] and "passed" in rows["3.3"]
+
+
+def test_score_probe_puts_the_cells_error_first_only_when_the_function_gave_no_result():
+    exercise = exercises.get("3.1")
+    cause = "ImportError: cannot import name 'x'"
+    assert score_probe(exercise, SEED, {"undefined": True}) == "NameError: name 'padding_mask' is not defined"
+    assert score_probe(exercise, SEED, {"undefined": True}, cause) == (
+        f"{cause} (the error of exercise 3.1's cell; then: NameError: name 'padding_mask' is not defined)")
+    assert score_probe(exercise, SEED, {"raised": ["NameError", "name 'helper' is not defined"]}, cause) == (
+        f"{cause} (the error of exercise 3.1's cell; then: NameError: name 'helper' is not defined)")
+    assert score_probe(exercise, SEED, {"not_callable": "int"}, cause).startswith(cause + " (the error of")
+    assert score_probe(exercise, SEED, {"raised": ["ValueError", "bad"]}) == "ValueError: bad"
 
 
 # --------------------------------------------------------------------------- 2 and 3. timeouts, bad notebooks

@@ -347,14 +347,8 @@ def _decode(value):
     return np.asarray(value["array"], dtype=dtype).reshape(shape)
 
 
-def _assemble(layout, results):
-    if isinstance(layout, _Slot):
-        return results[layout.index]
-    return type(layout)(_assemble(part, results) for part in layout)
-
-
-def score_probe(exercise, seed, report):
-    """The reason ``exercise`` fails from the kernel's ``report`` of the student's results, or ``""``."""
+def _probe_failure(exercise, report):
+    """Why the kernel has no result of ``exercise``'s function, or ``None`` when it has one."""
     if report.get("undefined"):
         return f"NameError: name {exercise.answer!r} is not defined"
     if "not_callable" in report:
@@ -363,6 +357,41 @@ def score_probe(exercise, seed, report):
     if "raised" in report:
         name, message = report["raised"]
         return f"{name}: {_short(message)}" if _short(message) else str(name)
+    return None
+
+
+def _cell_errors(run, owner, probes):
+    """{exercise id: the first error among its own cells}: the solution and any cell the student
+    added, not the parameters and check cells that the grader resets, nor its probes."""
+    errors = {}
+    for i, ex_id in enumerate(owner):
+        reset = exercise_of(run.cells[i])[1] in ("params", "check")
+        if ex_id is None or ex_id in errors or i in probes or reset:
+            continue
+        error = _error_of(run.cells[i])
+        if error:
+            errors[ex_id] = error
+    return errors
+
+
+def _assemble(layout, results):
+    if isinstance(layout, _Slot):
+        return results[layout.index]
+    return type(layout)(_assemble(part, results) for part in layout)
+
+
+def score_probe(exercise, seed, report, cell_error=None):
+    """The reason ``exercise`` fails from the kernel's ``report`` of the student's results, or ``""``.
+
+    ``cell_error``: the first error of the exercise's own cells (``"ImportError: ..."``), if any.
+    Where the function is missing, not callable or raises, that error comes first: it is the
+    cause (a cell that failed before ``def``), the rest its consequence.
+    """
+    failure = _probe_failure(exercise, report)
+    if failure is not None:
+        if cell_error:
+            return f"{cell_error} (the error of exercise {exercise.id}'s cell; then: {failure})"
+        return failure
     params = exercise.params(seed)
     _, layout = call_plan(exercise, params)
     try:
@@ -439,7 +468,7 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
             if position >= len(order):
                 break
             client.km, client.kc = None, None
-    results = []
+    results, cell_errors = [], _cell_errors(run, owner, probes)
     for ex_id, exercise in exercises.items():
         reason = broken.get(ex_id)
         if reason is None:
@@ -449,7 +478,7 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
             elif isinstance(report, str):
                 reason = report
             else:
-                reason = score_probe(exercise, seed, report)
+                reason = score_probe(exercise, seed, report, cell_errors.get(ex_id))
         score = 0 if reason else exercise.points
         results.append(Result(exercise.id, exercise.title, exercise.points, score, reason or ""))
     return Report(str(path), seed, results)

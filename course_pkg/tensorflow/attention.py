@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from .._checks import (
+    check_attention_dtypes,
     check_batch,
     check_features,
     check_flag,
@@ -19,7 +20,6 @@ from .._checks import (
     check_mask_dtype,
     check_mask_shape,
     check_matching_depth,
-    check_same_dtype,
 )
 from ._layers import Layer, dense
 
@@ -43,6 +43,16 @@ def _weighted_values(weights, value, blocked):
     out = tf.matmul(weights, tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
     poison = tf.reduce_any(tf.logical_not(blocked) & bad_key[..., tf.newaxis, :], axis=-1)  # (..., Tq)
     return tf.where(poison[..., tf.newaxis], tf.constant(math.nan, out.dtype), out)  # (..., Tq, dv)
+
+
+def _check_qkv(query, key, value):
+    """Query, key and value as tensors, checked: float dtypes, query and key alike, shapes that
+    fit (see :func:`scaled_dot_product_attention`)."""
+    query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
+    check_matching_depth(query.shape, key.shape, value.shape)
+    check_attention_dtypes([t.dtype.name for t in (query, key, value)],
+                           [t.dtype.is_floating for t in (query, key, value)])
+    return query, key, value
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -70,16 +80,16 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
     Raises:
         ValueError: depths, lengths or the leading (batch) axes of key and
-            value that differ, or a mask that does not broadcast.
-        TypeError: query and key of different dtypes, or a boolean mask.
+            value that differ, query and key leading axes that do not
+            broadcast, or a mask that does not broadcast.
+        TypeError: a query, key or value that is not floats (integers),
+            query and key of different dtypes, or a boolean mask.
 
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) ->
         output (..., Tq, dv), attention_weights (..., Tq, Tk).
     """
-    query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
-    check_matching_depth(query.shape, key.shape, value.shape)
-    check_same_dtype(query.dtype.name, key.dtype.name)
+    query, key, value = _check_qkv(query, key, value)
     query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # (..., Tq, Tk)
     if mask is not None:
@@ -156,11 +166,7 @@ def fused_attention(query, key, value, mask=None):
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) -> output (..., Tq, dv).
     """
-    query, key, value = (tf.convert_to_tensor(t) for t in (query, key, value))
-    if not value.dtype.is_floating:
-        return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
-    check_matching_depth(query.shape, key.shape, value.shape)
-    check_same_dtype(query.dtype.name, key.dtype.name)
+    query, key, value = _check_qkv(query, key, value)
     if mask is None:
         return _masked_attention(query, key, value)  # (..., Tq, dv)
     mask = tf.convert_to_tensor(mask)

@@ -15,6 +15,7 @@ from .._checks import (
     check_pad_id,
     check_padding_mask_2d,
     check_positive,
+    check_segment_ids,
 )
 from ._layers import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
@@ -106,13 +107,13 @@ class BERT(Model):
         tokens = tf.convert_to_tensor(tokens)
         check_tokens(tokens, self.vocab_size, self.max_len)
         segment_ids = tf.zeros_like(tokens) if segment_ids is None else tf.convert_to_tensor(segment_ids)
-        if tuple(segment_ids.shape) != tuple(tokens.shape):
-            raise ValueError(f"segment_ids must have the tokens' shape {tuple(tokens.shape)}, "
-                             f"got {tuple(segment_ids.shape)}")
-        if tf.executing_eagerly() and tf.size(segment_ids) > 0 and not (
-                0 <= int(tf.reduce_min(segment_ids))
-                and int(tf.reduce_max(segment_ids)) < self.type_vocab_size):
-            raise ValueError(f"segment_ids must lie in [0, {self.type_vocab_size})")
+        integer = segment_ids.dtype.is_integer
+        known = (integer and tf.executing_eagerly() and tuple(segment_ids.shape) == tuple(tokens.shape)
+                 and int(tf.size(segment_ids)) > 0)
+        lowest, highest = ((int(tf.reduce_min(segment_ids)), int(tf.reduce_max(segment_ids))) if known
+                           else (None, None))
+        check_segment_ids(integer, segment_ids.dtype.name, tuple(segment_ids.shape), tuple(tokens.shape),
+                          lowest, highest, self.type_vocab_size)
         return tokens, segment_ids, padding_mask_2d(tokens, padding_mask, self.pad_id)
 
     def call(self, tokens, segment_ids=None, padding_mask=None, return_attention=False, training=None):

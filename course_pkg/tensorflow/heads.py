@@ -7,29 +7,35 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 import keras
 import tensorflow as tf
 
-from .._checks import check_dropout, check_positive
+from .._checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
 from ._layers import Layer, dense, dropout_layer
 
 
 def select_token(x, token_index):
     """The state of one token per sequence: ``x[:, token_index]``.
 
-    ``token_index`` is an int (the same position in every row; negative counts from
-    the end) or an int tensor of one position per row (the last real token of
-    right-padded rows, say).
+    ``token_index`` is an int (the same position in every row) or an int tensor of one
+    position per row (the last real token of right-padded rows, say); either way a
+    position ``p`` must satisfy ``-seq <= p < seq``, a negative one counting from the end.
+
+    Raises:
+        TypeError: a ``token_index`` that is a bool or not integers.
+        ValueError: a position outside the sequence, or not one position per row.
 
     Shape:
         x (batch, seq, d_model), token_index () or (batch,) -> (batch, d_model).
     """
     if isinstance(token_index, int):
-        seq = x.shape[1]
-        if seq is not None and not -seq <= token_index < seq:
-            raise ValueError(f"token_index {token_index} is outside a sequence of {seq} positions")
+        check_token_index(token_index, x.shape[1])
         return x[:, token_index]  # (batch, d_model)
-    index = tf.cast(tf.convert_to_tensor(token_index), tf.int32)  # (batch,)
-    if index.shape.rank != 1 or (x.shape[0] is not None and index.shape[0] != x.shape[0]):
-        raise ValueError(f"token_index must be an int or one index per row, shape ({x.shape[0]},), "
-                         f"got shape {tuple(index.shape)}")
+    index = tf.convert_to_tensor(token_index)  # (batch,)
+    shape = (None,) if index.shape.rank is None else tuple(index.shape)  # unknown rank: in a tf.function
+    values = index.numpy().tolist() if tf.executing_eagerly() and len(shape) == 1 else None
+    check_row_indices(shape, x.shape[0], index.dtype.is_integer, index.dtype.name, values, x.shape[1])
+    index = tf.cast(index, tf.int32)
+    if index.shape.rank is None:  # checked when it runs; (batch,) for the layers after
+        index = tf.ensure_shape(index, (x.shape[0],))
+    index = tf.where(index < 0, index + tf.shape(x)[1], index)  # negative counts from the end
     return tf.gather(x, index, batch_dims=1)  # (batch, d_model)
 
 
@@ -51,6 +57,12 @@ class ClassificationHead(Layer):
         ``head(x, token_index=None)``; ``token_index`` overrides the constructor's
         (an int, or one position per row).
 
+    Raises:
+        TypeError: on call, hidden states ``x`` that are not floats; a ``token_index``
+            that is a bool or not integers.
+        ValueError: on call, ``x`` of another shape than (batch, seq, d_model); a
+            ``token_index`` outside the sequence or not one per row (see :func:`select_token`).
+
     Shape:
         x (batch, seq, d_model) -> logits (batch, num_classes).
     """
@@ -68,6 +80,8 @@ class ClassificationHead(Layer):
         self.built = True
 
     def call(self, x, token_index=None, training=None):
+        x = tf.convert_to_tensor(x)
+        check_states(tuple(x.shape), self.d_model, x.dtype.is_floating, x.dtype.name)
         h = select_token(x, self.token_index if token_index is None else token_index)  # (batch, d_model)
         return self.classifier(self.state_dropout(h, training=training))  # (batch, num_classes)
 

@@ -39,7 +39,7 @@ from .._checks import (
     check_token_range,
     check_token_rank,
 )
-from .._files import atomic_open, make_folder, sync_folder
+from .._files import atomic_open, make_folder, sync_folder, write_error
 from .._training import (
     CHECKPOINT_FORMAT,
     check_batch_shapes,
@@ -379,7 +379,8 @@ class Trainer:
 
         Raises:
             ValueError: ``path`` is a file.
-            OSError: ``path`` cannot be created or written (the message names ``path``).
+            OSError: ``path`` cannot be created or written (the message names ``path``;
+                TensorFlow's own error, a ``PermissionDeniedError`` say, is its cause).
         """
         if not self.is_chief:
             import tempfile
@@ -402,7 +403,10 @@ class Trainer:
             "checkpoint": version,
         }
         try:
-            self._checkpoint().write(os.path.join(path, version))
+            try:
+                self._checkpoint().write(os.path.join(path, version))
+            except tf.errors.OpError as err:  # a read-only folder, a full disk: the OSError naming path
+                raise write_error(path, type(err).__name__, err.message) from err
             for name in _version_files(path, version):
                 _sync_file(os.path.join(path, name))
             sync_folder(path)

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
+    check_attention_dtypes,
     check_batch,
     check_features,
     check_flag,
@@ -20,7 +21,6 @@ from .._checks import (
     check_mask_dtype,
     check_mask_shape,
     check_matching_depth,
-    check_same_dtype,
 )
 from ._layers import Layer, dense
 
@@ -70,6 +70,16 @@ def _dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
 
+def _check_qkv(query, key, value):
+    """Query, key and value as tensors (NumPy arrays converted, as TensorFlow does), checked:
+    float dtypes, query and key alike, shapes that fit (see :func:`scaled_dot_product_attention`)."""
+    query, key, value = (torch.as_tensor(t) for t in (query, key, value))
+    check_matching_depth(query.shape, key.shape, value.shape)
+    check_attention_dtypes([_dtype_name(t.dtype) for t in (query, key, value)],
+                           [t.is_floating_point() for t in (query, key, value)])
+    return query, key, value
+
+
 def scaled_dot_product_attention(query, key, value, mask=None):
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V.
 
@@ -95,15 +105,16 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
     Raises:
         ValueError: depths, lengths or the leading (batch) axes of key and
-            value that differ, or a mask that does not broadcast.
-        TypeError: query and key of different dtypes, or a boolean mask.
+            value that differ, query and key leading axes that do not
+            broadcast, or a mask that does not broadcast.
+        TypeError: a query, key or value that is not floats (integers),
+            query and key of different dtypes, or a boolean mask.
 
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) ->
         output (..., Tq, dv), attention_weights (..., Tq, Tk).
     """
-    check_matching_depth(query.shape, key.shape, value.shape)
-    check_same_dtype(_dtype_name(query.dtype), _dtype_name(key.dtype))
+    query, key, value = _check_qkv(query, key, value)
     query = query / math.sqrt(key.shape[-1])  # scale first: half-precision logits overflow later
     logits = torch.matmul(query, key.transpose(-2, -1)).float()  # (..., Tq, Tk)
     if mask is not None:
@@ -162,10 +173,7 @@ def fused_attention(query, key, value, mask=None):
     Shape:
         query (..., Tq, dk), key (..., Tk, dk), value (..., Tk, dv) -> output (..., Tq, dv).
     """
-    if not value.is_floating_point():
-        return scaled_dot_product_attention(query, key, value, mask)[0]  # the kernel wants floats
-    check_matching_depth(query.shape, key.shape, value.shape)
-    check_same_dtype(_dtype_name(query.dtype), _dtype_name(key.dtype))
+    query, key, value = _check_qkv(query, key, value)
     if mask is None:
         return F.scaled_dot_product_attention(query, key, value)  # (..., Tq, dv)
     mask = torch.as_tensor(mask, device=query.device)

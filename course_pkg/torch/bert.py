@@ -15,8 +15,9 @@ from .._checks import (
     check_pad_id,
     check_padding_mask_2d,
     check_positive,
+    check_segment_ids,
 )
-from ._layers import Bias, Model, dense, dropout_layer, embedding, layer_norm
+from ._layers import Bias, Model, dense, dropout_layer, embedding, is_integer, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
 from .masks import _token_ids
@@ -104,12 +105,11 @@ class BERT(Model):
         if segment_ids is None:
             segment_ids = torch.zeros_like(tokens)
         segment_ids = _token_ids(segment_ids).to(tokens.device)
-        if tuple(segment_ids.shape) != tuple(tokens.shape):
-            raise ValueError(f"segment_ids must have the tokens' shape {tuple(tokens.shape)}, "
-                             f"got {tuple(segment_ids.shape)}")
-        if segment_ids.numel() and not (0 <= int(segment_ids.min())
-                                        and int(segment_ids.max()) < self.type_vocab_size):
-            raise ValueError(f"segment_ids must lie in [0, {self.type_vocab_size})")
+        integer, dtype = is_integer(segment_ids), str(segment_ids.dtype).replace("torch.", "")
+        known = integer and segment_ids.numel() and tuple(segment_ids.shape) == tuple(tokens.shape)
+        lowest, highest = (int(segment_ids.min()), int(segment_ids.max())) if known else (None, None)
+        check_segment_ids(integer, dtype, tuple(segment_ids.shape), tuple(tokens.shape), lowest, highest,
+                          self.type_vocab_size)
         return tokens, segment_ids, padding_mask_2d(tokens, padding_mask, self.pad_id)
 
     def forward(self, tokens, segment_ids=None, padding_mask=None, return_attention=False):

@@ -6,29 +6,35 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 
 import torch
 
-from .._checks import check_dropout, check_positive
-from ._layers import Layer, dense, dropout_layer
+from .._checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
+from ._layers import Layer, dense, dropout_layer, is_integer
+
+
+def _dtype_name(tensor):
+    return str(tensor.dtype).replace("torch.", "")
 
 
 def select_token(x, token_index):
     """The state of one token per sequence: ``x[:, token_index]``.
 
-    ``token_index`` is an int (the same position in every row; negative counts from
-    the end) or an int tensor of one position per row (the last real token of
-    right-padded rows, say).
+    ``token_index`` is an int (the same position in every row) or an int tensor of one
+    position per row (the last real token of right-padded rows, say); either way a
+    position ``p`` must satisfy ``-seq <= p < seq``, a negative one counting from the end.
+
+    Raises:
+        TypeError: a ``token_index`` that is a bool or not integers.
+        ValueError: a position outside the sequence, or not one position per row.
 
     Shape:
         x (batch, seq, d_model), token_index () or (batch,) -> (batch, d_model).
     """
     if isinstance(token_index, int):
-        seq = x.shape[1]
-        if not -seq <= token_index < seq:
-            raise ValueError(f"token_index {token_index} is outside a sequence of {seq} positions")
+        check_token_index(token_index, x.shape[1])
         return x[:, token_index]  # (batch, d_model)
-    index = torch.as_tensor(token_index, device=x.device).long()  # (batch,)
-    if index.shape != (x.shape[0],):
-        raise ValueError(f"token_index must be an int or one index per row, shape ({x.shape[0]},), "
-                         f"got shape {tuple(index.shape)}")
+    index = torch.as_tensor(token_index, device=x.device)  # (batch,)
+    check_row_indices(tuple(index.shape), x.shape[0], is_integer(index), _dtype_name(index),
+                      index.tolist() if index.dim() == 1 else None, x.shape[1])
+    index = index.long()
     return x[torch.arange(x.shape[0], device=x.device), index]  # (batch, d_model)
 
 
@@ -49,6 +55,12 @@ class ClassificationHead(Layer):
         ``head(x, token_index=None)``; ``token_index`` overrides the constructor's
         (an int, or one position per row).
 
+    Raises:
+        TypeError: on call, hidden states ``x`` that are not floats; a ``token_index``
+            that is a bool or not integers.
+        ValueError: on call, ``x`` of another shape than (batch, seq, d_model); a
+            ``token_index`` outside the sequence or not one per row (see :func:`select_token`).
+
     Shape:
         x (batch, seq, d_model) -> logits (batch, num_classes).
     """
@@ -65,6 +77,8 @@ class ClassificationHead(Layer):
         self.classifier = dense(d_model, num_classes)
 
     def forward(self, x, token_index=None):
+        x = torch.as_tensor(x)
+        check_states(tuple(x.shape), self.d_model, x.dtype.is_floating_point, _dtype_name(x))
         h = select_token(x, self.token_index if token_index is None else token_index)  # (batch, d_model)
         return self.classifier(self.state_dropout(h))  # (batch, num_classes)
 

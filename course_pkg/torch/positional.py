@@ -13,6 +13,7 @@ from .._checks import (
     check_length,
     check_positive,
     check_start,
+    check_table_size,
     check_token_dtype,
     check_token_range,
     check_token_rank,
@@ -28,9 +29,13 @@ def positional_encoding(length, d_model):
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model)).
     Angles are computed in float64 so that long tables stay exact in float32.
 
+    Raises:
+        TypeError: ``length`` or ``d_model`` not an int; ValueError: a negative one.
+
     Shape:
         () -> (length, d_model) float32.
     """
+    check_table_size(length=length, d_model=d_model)
     pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
     two_i = torch.div(torch.arange(d_model), 2, rounding_mode="floor") * 2  # 0, 0, 2, 2, ...
     angles = pos / torch.pow(10000.0, two_i.to(torch.float64) / d_model)  # (length, d_model)
