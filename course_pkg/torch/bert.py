@@ -164,5 +164,11 @@ def bert_from_huggingface(source, config=None):
         The course model, in eval mode. A checkpoint without pooler (``BertForMaskedLM``)
         or without MLM head (``BertModel``) leaves those weights at their initial values;
         the mapping is documented in :mod:`course_pkg.huggingface`.
+
+    Raises:
+        ValueError: the configuration is another family's (its ``model_type``) or lacks a size;
+            an entry is missing, unexpected or of another shape than the configuration gives
+            it (the message names the checkpoint's own key, the shape found and the shape
+            expected). ``TypeError``: an entry is not numbers. No model is returned then.
     """
     return _hf.bert_from_huggingface(BERT, source, config).eval()
