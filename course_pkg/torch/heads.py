@@ -59,7 +59,7 @@ class ClassificationHead(Layer):
         TypeError: on call, hidden states ``x`` that are not floats; a ``token_index``
             that is a bool or not integers.
         ValueError: on call, ``x`` of another shape than (batch, seq, d_model); a
-            ``token_index`` outside the sequence or not one per row (see :func:`select_token`).
+            ``token_index`` outside the sequence or not one per row (see ``select_token``).
 
     Shape:
         x (batch, seq, d_model) -> logits (batch, num_classes).
