@@ -37,8 +37,6 @@ def _weighted_values(weights, value, blocked):
         weights (..., Tq, Tk), value (..., Tk, dv), blocked (mask != 0) broadcastable to
         (..., Tq, Tk) -> (..., Tq, dv).
     """
-    if not value.dtype.is_floating:
-        return tf.matmul(weights, value)
     bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (..., Tk)
     out = tf.matmul(weights, tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
     poison = tf.reduce_any(tf.logical_not(blocked) & bad_key[..., tf.newaxis, :], axis=-1)  # (..., Tq)

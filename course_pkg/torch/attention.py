@@ -38,8 +38,6 @@ def _weighted_values(weights, value, blocked):
         weights (..., Tq, Tk), value (..., Tk, dv), blocked (mask != 0) broadcastable to
         (..., Tq, Tk) -> (..., Tq, dv).
     """
-    if not value.is_floating_point():
-        return torch.matmul(weights, value)
     bad_key = (~torch.isfinite(value)).any(dim=-1)  # (..., Tk): a NaN or inf in the value
     zero = torch.zeros((), dtype=value.dtype, device=value.device)
     out = torch.matmul(weights, torch.where(bad_key[..., None], zero, value))  # (..., Tq, dv)
