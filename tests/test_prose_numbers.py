@@ -5,7 +5,8 @@ output nbval compares (a fact of the run, checked on every CI pass), written in 
 own code (a constant the chapter sets: a learning rate, a dropout rate), or on the short list
 below of constants with their source. Anything else (an accuracy seen once, a timing, a loss
 "of about 0.8" read off one run) must move into a measurement cell with a claim that checks it,
-or out of the chapter. Section and exercise numbers ("section 6.4", "## 6.4", "exercise 5.1") are not quantities.
+or out of the chapter. Section and exercise numbers ("section 6.4", "## 6.4", "exercise 5.1")
+are not quantities.
 """
 
 from __future__ import annotations
