@@ -301,7 +301,8 @@ def time_training_step(precisions, rounds, warmup, calls):
                       size["num_heads"], size["num_layers"], size["dff"], size["dropout"])}
         steps = {}
         for name, model in models.items():
-            trainer = cp.Trainer(model, d_model=recipe["schedule_d_model"], warmup_steps=recipe["warmup"],
+            trainer = cp.Trainer(model, peak_learning_rate=recipe["peak_learning_rate"],
+                                 warmup_steps=recipe["warmup"],
                                  label_smoothing=recipe["label_smoothing"], seed=0, precision=precision)
             steps[name] = lambda trainer=trainer: trainer.train_step(*batch)  # a float: waits for the GPU
         if cuda:

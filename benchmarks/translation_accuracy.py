@@ -31,7 +31,7 @@ from course_pkg import data  # noqa: E402
 from course_pkg.evaluation import accuracy_by_length, corpus_bleu, exact_match  # noqa: E402
 
 # Chapter 6's recipe (book/06_training.ipynb, section 6.6): the defaults of the options below.
-RECIPE = dict(steps=200, log_every=25, batch=128, warmup=150, schedule_d_model=512,
+RECIPE = dict(steps=200, log_every=25, batch=128, warmup=150, peak_learning_rate=0.0036,
               label_smoothing=0.1, num_layers=2, d_model=64, num_heads=4, dff=128, dropout=0.0)
 MAX_LEN = 10  # the chapter's: the longest source has 9 tokens + <eos>
 GRU = dict(embedding_dim=64, units=256)
@@ -74,7 +74,8 @@ def train_transformer(name, seed, recipe, corpus, src_vocab, tgt_vocab, torch_th
                            num_heads=recipe["num_heads"], dff=recipe["dff"],
                            dropout=recipe["dropout"], input_vocab_size=len(src_vocab),
                            target_vocab_size=len(tgt_vocab), max_len=MAX_LEN)
-    trainer = cp.Trainer(model, warmup_steps=recipe["warmup"], d_model=recipe["schedule_d_model"],
+    trainer = cp.Trainer(model, warmup_steps=recipe["warmup"],
+                         peak_learning_rate=recipe["peak_learning_rate"],
                          label_smoothing=recipe["label_smoothing"], seed=seed)
     train = cp.make_batches(corpus.train, src_vocab, tgt_vocab, recipe["batch"], shuffle=True,
                             seed=seed, max_len=MAX_LEN)
@@ -140,8 +141,8 @@ def parse_args():
                         help="steps per Trainer.fit call, as in the chapter")
     parser.add_argument("--batch", type=int, default=RECIPE["batch"], help="pairs per batch")
     parser.add_argument("--warmup", type=int, default=RECIPE["warmup"], help="Noam warm-up steps")
-    parser.add_argument("--schedule-d-model", type=int, default=RECIPE["schedule_d_model"],
-                        help="the d_model of the Noam formula (scales the whole schedule)")
+    parser.add_argument("--peak-learning-rate", type=float, default=RECIPE["peak_learning_rate"],
+                        help="the Noam schedule's rate at the end of the warm-up")
     parser.add_argument("--label-smoothing", type=float, default=RECIPE["label_smoothing"])
     parser.add_argument("--layers", dest="num_layers", type=int, default=RECIPE["num_layers"])
     parser.add_argument("--d-model", type=int, default=RECIPE["d_model"])

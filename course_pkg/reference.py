@@ -543,13 +543,17 @@ def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
     return (per_token * keep).sum() / max(keep.sum(), 1)
 
 
-def noam_learning_rate(step, d_model, warmup_steps=4000):
+def noam_learning_rate(step, d_model=None, warmup_steps=4000, peak_learning_rate=None):
     """The paper's schedule: ``d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)``.
 
     Linear warm-up to the peak at ``step = warmup_steps``, then decay as
-    1/√step. Optimizers count from 0: step 0 gets the step-1 value.
+    1/√step. Optimizers count from 0: step 0 gets the step-1 value. Given
+    ``peak_learning_rate`` instead of ``d_model``, the same curve scaled so that
+    its peak is that rate: ``peak · min(step / warmup_steps, √(warmup_steps / step))``.
     """
     step = max(step, 1)
+    if peak_learning_rate is not None:
+        return peak_learning_rate * min(step / warmup_steps, (warmup_steps / step) ** 0.5)
     return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
 
 

@@ -67,8 +67,8 @@ class Trainer:
         schedule: the ``LearningRateSchedule`` the optimizer follows (default:
             :func:`make_optimizer`'s); kept for reference only, since a Keras
             optimizer evaluates its schedule by itself.
-        d_model: width for the Noam schedule (default: ``model.d_model``); only
-            used to make the default optimizer.
+        d_model: width for the Noam schedule (default: ``model.d_model``, unless
+            ``peak_learning_rate`` is given); only used to make the default optimizer.
         warmup_steps: warm-up of the default Noam schedule.
         label_smoothing: eps of :func:`masked_loss`, in training and evaluation.
         pad_id: the padding id of the targets.
@@ -86,6 +86,9 @@ class Trainer:
             optimizer stay as they were, the loss scale halves): it counts in
             ``step`` but does not advance the learning-rate schedule, which
             follows the optimizer's ``iterations``, the updates made.
+        peak_learning_rate: the default Noam schedule's rate at the end of the
+            warm-up, instead of the one ``d_model`` gives
+            (``(d_model * warmup_steps) ** -0.5``); give at most one of the two.
 
     Distributed training: a Trainer made inside ``with strategy.scope():`` of a
     ``tf.distribute`` strategy (``MirroredStrategy``, ``MultiWorkerMirroredStrategy``;
@@ -109,7 +112,7 @@ class Trainer:
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32"):
+                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32", peak_learning_rate=None):
         check_label_smoothing(label_smoothing)
         self.precision = check_precision(precision)
         policy = _POLICIES[precision]
@@ -130,12 +133,16 @@ class Trainer:
             if schedule is not None:
                 raise ValueError("schedule was given without its optimizer: pass both, or neither "
                                  "to get make_optimizer's")
-            if d_model is None:
+            if d_model is None and peak_learning_rate is None:
                 d_model = getattr(model, "d_model", None)
-            if d_model is None:
-                raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
-                                 "(the width the Noam schedule scales by) or an optimizer")
-            optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps)
+                if d_model is None:
+                    raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
+                                     "(the width the Noam schedule scales by), peak_learning_rate "
+                                     "or an optimizer")
+            optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps, peak_learning_rate)
+        elif d_model is not None or peak_learning_rate is not None:
+            raise ValueError("d_model and peak_learning_rate set the default optimizer's schedule: "
+                             "with an optimizer of your own, leave them out")
         if precision == "fp16" and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         self.optimizer, self.schedule = optimizer, schedule

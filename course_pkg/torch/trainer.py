@@ -58,8 +58,8 @@ class Trainer:
         schedule: the ``torch.optim.lr_scheduler`` stepped after every optimizer
             step (default: :func:`make_optimizer`'s). With an optimizer of your
             own, ``None`` keeps its learning rate constant.
-        d_model: width for the Noam schedule (default: ``model.d_model``); only
-            used to make the default optimizer.
+        d_model: width for the Noam schedule (default: ``model.d_model``, unless
+            ``peak_learning_rate`` is given); only used to make the default optimizer.
         warmup_steps: warm-up of the default Noam schedule.
         label_smoothing: eps of :func:`masked_loss`, in training and evaluation.
         pad_id: the padding id of the targets.
@@ -76,6 +76,9 @@ class Trainer:
             were, the loss scale halves): it counts in ``step`` but does not
             advance the learning-rate schedule, which follows the updates made
             (as Adam's own step count does).
+        peak_learning_rate: the default Noam schedule's rate at the end of the
+            warm-up, instead of the one ``d_model`` gives
+            (``(d_model * warmup_steps) ** -0.5``); give at most one of the two.
 
     Distributed training: when ``torch.distributed`` is initialised (``torchrun``
     and :func:`course_pkg.torch.init_distributed`), the model is wrapped in
@@ -99,7 +102,7 @@ class Trainer:
     """
 
     def __init__(self, model, optimizer=None, schedule=None, d_model=None, warmup_steps=4000,
-                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32"):
+                 label_smoothing=0.1, pad_id=0, seed=None, precision="fp32", peak_learning_rate=None):
         check_label_smoothing(label_smoothing)
         self.precision = check_precision(precision)
         if seed is not None:
@@ -110,12 +113,16 @@ class Trainer:
             if schedule is not None:
                 raise ValueError("schedule was given without its optimizer: pass both, or neither "
                                  "to get make_optimizer's")
-            if d_model is None:
+            if d_model is None and peak_learning_rate is None:
                 d_model = getattr(model, "d_model", None)
-            if d_model is None:
-                raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
-                                 "(the width the Noam schedule scales by) or an optimizer")
-            optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps)
+                if d_model is None:
+                    raise ValueError(f"{type(model).__name__} has no d_model attribute: pass d_model "
+                                     "(the width the Noam schedule scales by), peak_learning_rate "
+                                     "or an optimizer")
+            optimizer, schedule = make_optimizer(self.model, d_model, warmup_steps, peak_learning_rate)
+        elif d_model is not None or peak_learning_rate is not None:
+            raise ValueError("d_model and peak_learning_rate set the default optimizer's schedule: "
+                             "with an optimizer of your own, leave them out")
         self.optimizer, self.schedule = optimizer, schedule
         self.label_smoothing, self.pad_id = float(label_smoothing), pad_id
         self._step = 0
