@@ -238,7 +238,7 @@ def seq2seq_bottleneck(path):
     fig, ax = canvas(9.0, 3.4)
     xs = [1.2, 2.1, 3.0, 3.9]
     y = 1.5
-    _unrolled_encoder(ax, xs, y, ["sept", "cent", ",", "<eos>"], ["h₁", "h₂", "h₃", "h₄"], True)
+    _unrolled_encoder(ax, xs, y, ["sept", ",", "dix", "<eos>"], ["h₁", "h₂", "h₃", "h₄"], True)
     label(ax, 2.4, 3.1, "Seq2SeqEncoder", size=10, weight="bold", color="#2f7a2f")
     # the context vector
     cx = 5.0
@@ -254,7 +254,7 @@ def seq2seq_bottleneck(path):
     ds = [6.2, 7.2, 8.2]
     yd = 1.5
     label(ax, 7.2, 3.1, "Seq2SeqDecoder", size=10, weight="bold", color="#2f7a2f")
-    ins, outs = ["<bos>", "seven", "hundred"], ["seven", "hundred", "..."]
+    ins, outs = ["<bos>", "seven", ","], ["seven", ",", "..."]
     for i, x in enumerate(ds):
         box(ax, x, yd, 0.7, 0.45, "GRU", RNN, size=8)
         label(ax, x, yd - 0.75, ins[i], size=8, family="monospace")
@@ -278,7 +278,7 @@ def seq2seq_attention(path):
     fig, ax = canvas(9.0, 4.2)
     xs = [1.2, 2.1, 3.0, 3.9]
     y = 1.3
-    _unrolled_encoder(ax, xs, y, ["sept", "cent", ",", "<eos>"], ["h₁", "h₂", "h₃", "h₄"], False)
+    _unrolled_encoder(ax, xs, y, ["sept", ",", "dix", "<eos>"], ["h₁", "h₂", "h₃", "h₄"], False)
     label(ax, 2.4, 0.1, "Seq2SeqEncoder: keys = values = h₁ … h₄", size=9, weight="bold", color="#2f7a2f")
     # attention box
     ax_, ay = 5.4, 3.2
@@ -293,7 +293,7 @@ def seq2seq_attention(path):
     # decoder
     ds = [6.2, 7.3, 8.4]
     yd = 1.3
-    ins, outs = ["<bos>", "seven", "hundred"], ["seven", "hundred", "..."]
+    ins, outs = ["<bos>", "seven", ","], ["seven", ",", "..."]
     for i, x in enumerate(ds):
         box(ax, x, yd, 0.7, 0.45, "GRU", RNN, size=8)
         label(ax, x, yd - 0.75, ins[i], size=8, family="monospace")
@@ -388,7 +388,7 @@ def three_attentions(path):
     for cx, title, attr, q, k, v, mask, color in panels:
         label(ax, cx, 4.05, title, size=10, weight="bold", color=color)
         label(ax, cx, 3.72, attr, size=8, family="monospace")
-        box(ax, cx, 2.1, 2.6, 0.7, "MultiHeadAttention\nsoftmax(QKᵀ/√d_k + mask·(−10⁹)) V", ATTN, size=8)
+        box(ax, cx, 2.1, 2.6, 0.7, "MultiHeadAttention\nsoftmax(QKᵀ/√d_k) V, masked", ATTN, size=8)
         for dx, name, src in ((-0.9, "Q", q), (0.0, "K", k), (0.9, "V", v)):
             from_enc = src == "enc_output"
             c = "#b03030" if from_enc or "encoder" in src else "#2060a0"
