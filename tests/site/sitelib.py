@@ -25,6 +25,8 @@ FRAMEWORKS = ("tensorflow", "pytorch")
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("COURSE_CHROMEDRIVER", "/usr/bin/chromedriver")
+# The browser's window: a common laptop width, where the theme shows both sidebars by default.
+WINDOW = (1280, 1000)
 
 
 # ---------------------------------------------------------------- the sources
@@ -192,7 +194,7 @@ def make_driver(user_data_dir):
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-quic",
-                 "--window-size=1280,1000", f"--user-data-dir={user_data_dir}"):
+                 "--window-size={},{}".format(*WINDOW), f"--user-data-dir={user_data_dir}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -282,6 +284,72 @@ def click_tab(driver, name):
     assert element is not None, f"no {name} tab on {driver.current_url}"
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
     element.click()
+
+
+JS_SHOW_ALL = """
+const framework = arguments[0];
+const tab = document.querySelector(`.framework-tab-button[data-framework='${framework}']`)
+  || document.querySelector(`label[data-sync-group='framework'][data-sync-id='${framework}']`);
+if (tab) tab.click();
+document.querySelectorAll('main details').forEach(d => { d.open = true; });
+return document.documentElement.dataset.framework || null;
+"""
+
+
+def show_all(driver, framework):
+    """Show the page as a reader of ``framework`` sees it with every fold opened: that
+    framework's tabs chosen (if the page has any), every ``<details>`` (hidden cell
+    sources, dropdowns) open."""
+    return driver.execute_script(JS_SHOW_ALL, framework)
+
+
+JS_CODE_BLOCKS = """
+const section = e => { const s = e.closest('section[id]'); return s ? '#' + s.id + ': ' : ''; };
+return Array.from(document.querySelectorAll('.bd-article pre')).map((pre, index) => {
+  if (!pre.getClientRects().length) return {index, shown: false};
+  // the block, and the boxes around it that would scroll instead (myst-nb's div.output scrolls)
+  const boxes = [pre, pre.closest('div.highlight'), pre.closest('div.output')].filter(Boolean);
+  const line = pre.textContent.split('\\n').find(l => l.trim()) || '';
+  return {index, shown: true, width: pre.clientWidth,
+          excess: Math.max(...boxes.map(b => b.scrollWidth - b.clientWidth)),
+          line: section(pre) + line.trim().slice(0, 70)};
+});
+"""
+
+
+def code_blocks(driver):
+    """Every ``pre`` of the page (code cells, their outputs, listings), in order:
+    ``{index, shown}``, and for a shown one its ``width`` (px), its ``excess`` (how
+    many px it, or a box around it, would scroll sideways) and its first line."""
+    return driver.execute_script(JS_CODE_BLOCKS)
+
+
+JS_IMAGE_SIZES = """
+const section = e => { const s = e.closest('section[id]'); return s ? '#' + s.id + ': ' : ''; };
+return Array.from(document.querySelectorAll('.bd-article img')).map((img, index) => {
+  if (!img.getClientRects().length) return {index, shown: false};
+  img.scrollIntoView({block: 'center'});
+  // the width the author asked for: the width attribute (myst-nb writes one for an image
+  // output with metadata, e.g. a retina PNG), else the image's own (an SVG's width attribute)
+  const asked = /^\\d+(\\.\\d+)?(px)?$/.test(img.getAttribute('width') || '')
+    ? parseFloat(img.getAttribute('width')) : img.naturalWidth;
+  const cell = img.closest('div.cell'), code = cell && cell.querySelector('.cell_input pre');
+  const figure = img.closest('figure'), caption = figure && figure.querySelector('figcaption');
+  const first = code && (code.textContent.split('\\n').find(l => l.trim()) || '').trim();
+  const where = section(img) + (code ? 'cell ' + first
+    : caption ? 'figure "' + caption.textContent.trim() + '"' : 'image');
+  return {index, shown: true, complete: img.complete, natural: asked,
+          width: img.getBoundingClientRect().width,
+          src: (img.getAttribute('src') || '').split('/').pop().slice(0, 24), where: where.slice(0, 100)};
+});
+"""
+
+
+def image_sizes(driver):
+    """Every ``img`` of the page, in order: ``{index, shown}``, and for a shown one the
+    width it is drawn at, its ``natural`` width (as asked for by the page, else the
+    file's), whether it has loaded, where it is (a cell's first line, a caption)."""
+    return driver.execute_script(JS_IMAGE_SIZES)
 
 
 def screenshot(driver, path, width=1280, max_height=12000):

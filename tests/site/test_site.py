@@ -2,10 +2,12 @@
 
 Every page of ``_toc.yml`` loads, renders its math and images, and (for a
 chapter) launches the right notebook on Colab; the "TensorFlow | PyTorch"
-tabs are built and the reader's choice follows them from page to page. What
-each page must show is read from its source (see ``sitelib``), so the tests
-hold for stub chapters and for finished ones. A screenshot of every page is
-written to ``_build/screenshots/<page>.png``.
+tabs are built and the reader's choice follows them from page to page. In a
+1280 px window no code block scrolls sideways, no figure is shrunk far below
+its size, and the page's contents are a button away. What each page must
+show is read from its source (see ``sitelib``), so the tests hold for stub
+chapters and for finished ones. A screenshot of every page is written to
+``_build/screenshots/<page>.png``.
 
 Run by ``.ci/build-book`` after the build:
 ``COURSE_SITE_TESTS=1 python -m pytest tests/site -p no:cacheprovider``.
@@ -148,6 +150,139 @@ def test_every_figure_is_used(site, page):
         sitelib.open_page(page, site + docname + ".html")
         shown |= {i["src"].split("/")[-1] for i in _figure_images(page) if i["width"] > 0}
     assert sorted(set(files) - shown) == [], "figures in book/figures that no page shows"
+
+
+# ------------------------------------------------ reading at 1280 px: code and figures
+# Matplotlib writes text at 10 pt, 13.9 px in the book's 100 dpi figures; drawn at 60 % of
+# its width a figure's labels are 8.3 px high, about the smallest a label stays legible at.
+MIN_FIGURE_SCALE = 0.6
+
+
+def _as_read(page, url, framework):
+    """Open ``url`` at the test window's width, showing ``framework``'s tabs and every fold."""
+    if page.get_window_size()["width"] != sitelib.WINDOW[0]:
+        page.set_window_size(*sitelib.WINDOW)
+    sitelib.open_page(page, url)
+    sitelib.show_all(page, framework)
+
+
+@pytest.mark.parametrize("docname", DOCNAMES, ids=stem)
+def test_code_fits_the_column(site, page, docname, fresh):
+    """No code, output or listing block scrolls sideways at 1280 px: each fits its box,
+    the longest lines wrapped. Checked with each framework's tabs shown, folds opened."""
+    fresh(site)
+    shown, wide, count = set(), {}, 0
+    for framework in sitelib.FRAMEWORKS:  # PyTorch last: the reader's default choice stays
+        _as_read(page, site + docname + ".html", framework)
+        blocks = sitelib.code_blocks(page)
+        count = len(blocks)
+        for block in blocks:
+            if block["shown"]:
+                shown.add(block["index"])
+                if block["excess"] > 1:  # px: scrollWidth vs clientWidth, rounding aside
+                    wide.setdefault(block["index"], block)
+    if not count:
+        pytest.skip("no code block on this page")
+    assert shown == set(range(count)), (
+        f"{count - len(shown)} of {count} code blocks of {docname} are shown with neither framework's "
+        "tabs: the check cannot see them")
+    assert not wide, (
+        f"{len(wide)} of {count} code/output blocks of {docname} scroll sideways at "
+        f"{sitelib.WINDOW[0]} px (first lines):\n"
+        + "\n".join(f"  {b['line']!r}: {b['excess']} px too wide for its {b['width']} px box"
+                    for _, b in sorted(wide.items())))
+
+
+JS_CODE_COLUMNS = """
+const pre = document.querySelector('.bd-article div.cell_input pre');
+if (!pre) return null;
+const probe = document.createElement('span');
+probe.style.whiteSpace = 'pre';
+probe.textContent = '0'.repeat(100);
+pre.appendChild(probe);
+const ch = probe.getBoundingClientRect().width / 100;
+probe.remove();
+const style = getComputedStyle(pre);
+return (pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)) / ch;
+"""
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=stem)
+def test_code_column_has_room(site, page, docname):
+    """At 1280 px a code cell holds 100 columns: the course's code (110 at most) rarely wraps."""
+    _as_read(page, site + docname + ".html", "pytorch")
+    columns = page.execute_script(JS_CODE_COLUMNS)
+    if columns is None:
+        pytest.skip("no code cell on this page")
+    assert columns >= 100, f"a code cell of {docname} holds {columns:.0f} columns at {sitelib.WINDOW[0]} px"
+
+
+JS_CONTENTS = """
+const nav = document.querySelector('#pst-page-toc-nav');
+const drawer = document.querySelector('#pst-secondary-sidebar-modal');
+const r = nav && nav.getBoundingClientRect();
+return {links: nav ? nav.querySelectorAll('a').length : 0, open: !!(drawer && drawer.open),
+        in_drawer: !!(nav && drawer && drawer.contains(nav)),
+        left: r && r.left, right: r && r.right, viewport: document.documentElement.clientWidth,
+        sidebar_shown: document.querySelector('#pst-secondary-sidebar').getClientRects().length > 0,
+        hash: location.hash};
+"""
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=stem)
+def test_contents_at_hand(site, page, docname):
+    """At 1280 px the article has the room of the contents sidebar: the list button of the
+    article's header opens the page's contents in a drawer; choosing a section closes it."""
+    def contents():
+        return page.execute_script(JS_CONTENTS)
+
+    _as_read(page, site + docname + ".html", "pytorch")
+    if not contents()["links"]:
+        pytest.skip("no sections on this page")
+    assert not contents()["sidebar_shown"], "the contents sidebar takes the article's room at 1280 px"
+    button = page.find_element("css selector", ".bd-header-article .secondary-toggle")
+    assert button.is_displayed(), "no button for the page's contents"
+    button.click()
+    state = sitelib.wait_for(lambda: (lambda s: s["open"] and s["in_drawer"] and s)(contents()),
+                             message="the contents drawer to open")
+    assert 0 <= state["left"] and state["left"] + 200 <= state["right"] <= state["viewport"], state
+    link = page.find_elements("css selector", "#pst-secondary-sidebar-modal #pst-page-toc-nav a")[1]
+    target = link.get_attribute("href").split("#")[-1]
+    link.click()
+    state = sitelib.wait_for(lambda: (lambda s: not s["open"] and s)(contents()),
+                             message="the contents drawer to close")
+    assert state["hash"] == "#" + target
+    assert sitelib.console_errors(page) == []
+
+
+@pytest.mark.parametrize("docname", DOCNAMES, ids=stem)
+def test_figures_are_not_shrunk(site, page, docname, fresh):
+    """At 1280 px every image (figure of book/figures, plot output) is drawn at no less than
+    MIN_FIGURE_SCALE of its natural width: the column has room for it, or the notebook must
+    draw it narrower (a smaller figsize, panels stacked), so that its labels stay legible."""
+    fresh(site)
+    shown, shrunk, count = set(), {}, 0
+    for framework in sitelib.FRAMEWORKS:
+        _as_read(page, site + docname + ".html", framework)
+        sitelib.wait_for(lambda: all(i["complete"] for i in sitelib.image_sizes(page) if i["shown"]),
+                         message=f"the images of {docname}")
+        images = sitelib.image_sizes(page)
+        count = len(images)
+        for image in images:
+            if image["shown"]:
+                shown.add(image["index"])
+                assert image["natural"] > 0, f"image did not load: {image['src']} ({image['where']})"
+                if image["width"] < MIN_FIGURE_SCALE * image["natural"]:
+                    shrunk.setdefault(image["index"], image)
+    if not count:
+        pytest.skip("no image on this page")
+    assert shown == set(range(count)), (
+        f"{count - len(shown)} of {count} images of {docname} are shown with neither framework's tabs")
+    assert not shrunk, (
+        f"{len(shrunk)} image(s) of {docname} drawn below {MIN_FIGURE_SCALE:.0%} of their width at "
+        f"{sitelib.WINDOW[0]} px:\n"
+        + "\n".join(f"  {i['src']} at {i['width']:.0f} of {i['natural']:.0f} px "
+                    f"({i['width'] / i['natural']:.0%}): {i['where']}" for _, i in sorted(shrunk.items())))
 
 
 # ---------------------------------------------------------------- chapter pages
