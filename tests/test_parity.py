@@ -44,8 +44,10 @@ def test_class_three_way_parity(name, tf_fw, torch_fw, interop, record_error):
     e_pt = record_error(f"{name} torch vs ref", max_abs_diff(out_pt, expected))
     e_x = record_error(f"{name} tf vs torch", max_abs_diff(out_tf, out_pt))
     # parity must not be trivial: outputs are O(1)
-    assert float(np.max(np.abs(flatten(expected)[0]))) > 0.1
-    assert e_tf <= PARITY_ATOL and e_pt <= PARITY_ATOL and e_x <= PARITY_ATOL
+    assert float(np.max(np.abs(flatten(expected)[0]))) > 0.1, "the reference's output is near zero"
+    assert e_tf <= PARITY_ATOL, f"TensorFlow vs the NumPy reference: max abs err {e_tf:.3e}"
+    assert e_pt <= PARITY_ATOL, f"PyTorch vs the NumPy reference: max abs err {e_pt:.3e}"
+    assert e_x <= PARITY_ATOL, f"TensorFlow vs PyTorch: max abs err {e_x:.3e}"
 
 
 def test_sdpa_three_way_parity(tf_fw, torch_fw, ref, record_error):
@@ -63,9 +65,12 @@ def test_sdpa_three_way_parity(tf_fw, torch_fw, ref, record_error):
         o = fw.cp.scaled_dot_product_attention(fw.tensor(q), fw.tensor(k), fw.tensor(v),
                                                fw.tensor(mask))
         outs[fw.name] = fw.to_numpy(o)
-        assert record_error(f"sdpa {fw.name} vs ref", max_abs_diff(outs[fw.name], expected)) <= PARITY_ATOL
-    assert record_error("sdpa tf vs torch",
-                        max_abs_diff(outs["tensorflow"], outs["torch"])) <= PARITY_ATOL
+    e_tf = record_error("sdpa tensorflow vs ref", max_abs_diff(outs["tensorflow"], expected))
+    e_pt = record_error("sdpa torch vs ref", max_abs_diff(outs["torch"], expected))
+    e_x = record_error("sdpa tf vs torch", max_abs_diff(outs["tensorflow"], outs["torch"]))
+    assert e_tf <= PARITY_ATOL, f"TensorFlow vs the NumPy reference: max abs err {e_tf:.3e}"
+    assert e_pt <= PARITY_ATOL, f"PyTorch vs the NumPy reference: max abs err {e_pt:.3e}"
+    assert e_x <= PARITY_ATOL, f"TensorFlow vs PyTorch: max abs err {e_x:.3e}"
 
 
 def test_sdpa_fully_masked_reference(ref):
@@ -78,19 +83,34 @@ def test_sdpa_fully_masked_reference(ref):
     np.testing.assert_allclose(w[0, 1], 0.25)
 
 
-@pytest.mark.parametrize("length,d_model", [(1, 8), (10, 16), (50, 12)])
-def test_positional_encoding_formula(fw, ref, length, d_model, record_error):
+def _sinusoids(length, d_model):
+    """The paper's table: sin at even columns 2i, cos at odd ones, of pos / 10000^(2i / d_model)."""
     pos = np.arange(length)[:, None].astype(np.float64)
     i = np.arange(d_model // 2)[None, :].astype(np.float64)
     angle = pos / np.power(10000.0, 2 * i / d_model)
-    expected = np.zeros((length, d_model))
-    expected[:, 0::2] = np.sin(angle)
-    expected[:, 1::2] = np.cos(angle)
+    table = np.zeros((length, d_model))
+    table[:, 0::2] = np.sin(angle)
+    table[:, 1::2] = np.cos(angle)
+    return table
+
+
+PE_SIZES = [(1, 8), (10, 16), (50, 12)]
+
+
+@pytest.mark.parametrize("length,d_model", PE_SIZES)
+def test_positional_encoding_formula(fw, length, d_model, record_error):
+    expected = _sinusoids(length, d_model)
     got = fw.to_numpy(fw.cp.positional_encoding(length, d_model))
-    assert got.dtype == np.float32 and got.shape == (length, d_model)
+    assert got.dtype == np.float32, got.dtype
+    assert got.shape == (length, d_model)
     err = record_error(f"positional_encoding({length},{d_model}) {fw.name}",
                        max_abs_diff(got, expected))
     assert err <= PARITY_ATOL
+
+
+@pytest.mark.parametrize("length,d_model", PE_SIZES)
+def test_reference_positional_encoding_formula(ref, length, d_model):
+    expected = _sinusoids(length, d_model)
     r = np.asarray(ref.positional_encoding(length, d_model))
     assert r.shape == (length, d_model)
     np.testing.assert_allclose(r, expected, atol=1e-6)

@@ -22,58 +22,127 @@ def _one_torch_thread():
 
 
 def test_copy_task_reaches_90_percent_validation_accuracy_in_300_steps(fw):
-    """A 1-layer d_model=16 Transformer learns to copy in a few hundred steps."""
+    """A 1-layer d_model=16 Transformer learns to copy in a few hundred steps (one epoch of 300 batches)."""
     train = fw_batches(fw, copy_batches(300, batch=32))
     valid = fw_batches(fw, copy_batches(4, batch=32, seed=1))
     trainer = tiny_trainer(fw, warmup_steps=100, label_smoothing=0.1)
     history = trainer.fit(train, valid, epochs=1, progress=False)
-    assert history["step"] == [300]
-    assert history["val_accuracy"][-1] > 0.9
-    assert trainer.evaluate(valid)["accuracy"] == pytest.approx(history["val_accuracy"][-1])
+    assert history["val_accuracy"][-1] > 0.9, history
 
 
-def test_seeded_runs_give_identical_losses_and_the_noam_learning_rate(fw):
+def test_seeded_runs_give_identical_losses(fw):
     batches = copy_batches(8, batch=8)
     runs = []
     for _ in range(2):
         trainer = fw.cp.Trainer(tiny_model(fw, dropout=0.3), warmup_steps=4, seed=0)
-        losses = []
-        for k, b in enumerate(batches):
-            # the learning rate of step k + 1 is the Noam formula at optimizer step k
-            assert trainer.step == k
-            assert trainer.learning_rate == pytest.approx(noam_learning_rate(k, 16, 4), rel=1e-6)
-            losses.append(trainer.train_step(*b)["loss"])
-        runs.append(losses)
+        runs.append([trainer.train_step(*b)["loss"] for b in batches])
     assert runs[0] == runs[1]
+
+
+def test_the_learning_rate_of_each_step_is_the_noam_formula_at_the_steps_taken(fw):
+    """The learning rate of step k + 1 is the Noam formula at optimizer step k (d_model 16, 4 warm-up)."""
+    trainer = tiny_trainer(fw)
+    rates = []
+    for b in copy_batches(8, batch=8):
+        rates.append(trainer.learning_rate)
+        trainer.train_step(*b)
+    assert rates == pytest.approx([noam_learning_rate(k, 16, 4) for k in range(8)], rel=1e-6)
+
+
+def _batches_of_several_lengths():
+    batches = copy_batches(6, batch=2, min_len=1, max_len=8)
+    assert len({b[0].shape for b in batches}) > 2  # the test's own data: several shapes to trace for
+    return batches
 
 
 def test_tf_train_step_traces_once_for_every_batch_shape_and_int_dtype(tf_fw):
     """Batches of other lengths (and int32 ids) reuse the one traced graph."""
     trainer = tiny_trainer(tf_fw)
-    batches = copy_batches(6, batch=2, min_len=1, max_len=8)
-    assert len({b[0].shape for b in batches}) > 2
+    batches = _batches_of_several_lengths()
     for b in batches:
         trainer.train_step(*b)
     trainer.train_step(*(a.astype(np.int32) for a in batches[0]))
+    assert trainer._train_function.experimental_get_tracing_count() == 1
+
+
+def test_tf_evaluate_traces_once_for_every_batch_shape(tf_fw):
+    trainer = tiny_trainer(tf_fw)
+    batches = _batches_of_several_lengths()
     trainer.evaluate(batches[:3])
     trainer.evaluate(batches[3:])
-    assert trainer._train_function.experimental_get_tracing_count() == 1
     assert trainer._evaluate_function.experimental_get_tracing_count() == 1
 
 
-def test_fit_stops_at_max_steps_and_validates_each_epoch(fw, tmp_path):
+# fit over 4 training batches for 3 epochs with max_steps=10: the epochs end at steps 4, 8 and 10.
+VALID = copy_batches(2, batch=4, seed=1)  # NumPy batches work too
+
+
+def _fit_three_epochs(fw, trainer=None, **kwargs):
+    """``(trainer, history)`` of ``fit(4 batches, VALID, epochs=3, max_steps=10)``."""
+    trainer = tiny_trainer(fw) if trainer is None else trainer
     train = fw_batches(fw, copy_batches(4, batch=4))
-    valid = copy_batches(2, batch=4, seed=1)  # NumPy batches work too
-    trainer = tiny_trainer(fw)
-    history = trainer.fit(train, valid, epochs=3, max_steps=10, progress=False,
-                          checkpoint_path=tmp_path / "ckpt")
+    history = trainer.fit(train, VALID, epochs=3, max_steps=10, progress=False, **kwargs)
+    return trainer, history
+
+
+def _one_second_steps(trainer, monkeypatch):
+    """Make fit's clock advance 1 s per training step, and only then."""
+    from course_pkg import _training
+
+    clock = [100.0]
+    monkeypatch.setattr(_training, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    train_step = trainer.train_step
+
+    def one_second_step(*batch):
+        clock[0] += 1.0
+        return train_step(*batch)
+
+    trainer.train_step = one_second_step
+    return trainer
+
+
+def test_fit_stops_at_max_steps(fw):
+    _, history = _fit_three_epochs(fw)
     assert history["step"] == [4, 8, 10]
-    assert set(history) == {"step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed"}
-    assert all(len(v) == 3 for v in history.values())
-    assert all(np.isfinite(history["val_loss"])) and history["elapsed"] == sorted(history["elapsed"])
-    assert history["val_loss"][-1] == pytest.approx(trainer.evaluate(valid)["loss"])
-    history = trainer.fit(train, epochs=2, progress=False)
-    assert history["step"] == [14, 18] and history["val_loss"] == [None, None]
+
+
+def test_fit_history_holds_one_entry_of_every_log_per_epoch(fw):
+    _, history = _fit_three_epochs(fw)
+    keys = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")
+    assert {key: len(values) for key, values in history.items()} == dict.fromkeys(keys, 3)
+
+
+def test_fit_validates_after_every_epoch(fw):
+    _, history = _fit_three_epochs(fw)
+    logs = history["val_loss"] + history["val_accuracy"]
+    assert all(log is not None and np.isfinite(log) for log in logs), history
+
+
+def test_fit_logs_evaluate_of_the_validation_batches(fw):
+    trainer, history = _fit_three_epochs(fw)
+    logged = {"loss": history["val_loss"][-1], "accuracy": history["val_accuracy"][-1]}
+    assert logged == pytest.approx(trainer.evaluate(VALID))
+
+
+def test_fit_elapsed_is_the_seconds_since_fit_began_at_each_epochs_end(fw, monkeypatch):
+    """With a clock that advances 1 s per training step, the epochs end 4, 8 and 10 s into fit."""
+    _, history = _fit_three_epochs(fw, _one_second_steps(tiny_trainer(fw), monkeypatch))
+    assert history["elapsed"] == [4.0, 8.0, 10.0]
+
+
+def test_fit_without_validation_batches_logs_none_for_them(fw):
+    history = tiny_trainer(fw).fit(copy_batches(4, batch=4), epochs=2, progress=False)
+    assert (history["val_loss"], history["val_accuracy"]) == ([None, None], [None, None])
+
+
+def test_a_second_fit_goes_on_counting_steps(fw):
+    trainer, _ = _fit_three_epochs(fw)
+    history = trainer.fit(copy_batches(4, batch=4), epochs=2, progress=False)
+    assert history["step"] == [14, 18]
+
+
+def test_fit_saves_a_checkpoint_at_its_end(fw, tmp_path):
+    _fit_three_epochs(fw, checkpoint_path=tmp_path / "ckpt")
     fresh = tiny_trainer(fw)
     fresh.restore(tmp_path / "ckpt")
     assert fresh.step == 10
@@ -88,103 +157,130 @@ def test_fit_with_a_time_budget_of_zero_stops_after_one_step(fw):
 
 def test_fit_stops_at_the_first_step_that_spends_the_time_budget(fw, monkeypatch):
     """With a clock that advances 1 s per training step, a budget of 2.5 s ends fit after step 3."""
-    from course_pkg import _training
-
-    clock = [100.0]
-    monkeypatch.setattr(_training, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
-    trainer = tiny_trainer(fw)
-    train_step = trainer.train_step
-
-    def one_second_step(*batch):
-        clock[0] += 1.0
-        return train_step(*batch)
-
-    trainer.train_step = one_second_step
+    trainer = _one_second_steps(tiny_trainer(fw), monkeypatch)
     history = trainer.fit(copy_batches(4, batch=2), epochs=3, time_budget=2.5, progress=False)
-    assert history["step"] == [3] and history["elapsed"] == [3.0]
+    assert history["step"] == [3]
 
 
-def test_progress_false_prints_nothing_and_true_shows_a_bar(fw, capsys):
+def test_progress_false_prints_nothing(fw, capsys):
     train = copy_batches(3, batch=4)
     trainer = tiny_trainer(fw)
     capsys.readouterr()
     trainer.fit(train, train, epochs=2, progress=False)
-    out, err = capsys.readouterr()
-    assert out == "" and err == ""
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_true_shows_a_bar_with_the_loss(fw, capsys):
+    train = copy_batches(3, batch=4)
+    trainer = tiny_trainer(fw)
+    capsys.readouterr()
     trainer.fit(train, train, epochs=1, progress=True)
     out, err = capsys.readouterr()
-    assert "loss" in out + err and "3/3" in out + err
+    assert "loss" in out + err and "3/3" in out + err, out + err
 
 
-def test_evaluate_weighs_tokens_not_batches(fw):
+@pytest.mark.parametrize("metric, tolerance", [("loss", 1e-6), ("accuracy", 1e-7)], ids=["loss", "accuracy"])
+def test_evaluate_weighs_tokens_not_batches(fw, metric, tolerance):
     """evaluate over two batches == evaluate over their concatenation (batches hold few/many pads)."""
     src, tgt_in, tgt_out = copy_batches(1, batch=6, min_len=1, max_len=7, seed=4)[0]
     trainer = tiny_trainer(fw)
     split = trainer.evaluate([(src[:1], tgt_in[:1], tgt_out[:1]), (src[1:], tgt_in[1:], tgt_out[1:])])
     whole = trainer.evaluate([(src, tgt_in, tgt_out)])
-    assert split["loss"] == pytest.approx(whole["loss"], abs=1e-6)
-    assert split["accuracy"] == pytest.approx(whole["accuracy"], abs=1e-7)
+    assert split[metric] == pytest.approx(whole[metric], abs=tolerance)
+
+
+def test_evaluate_refuses_no_batches(fw):
     with pytest.raises(ValueError, match="no batch"):
-        trainer.evaluate([])
+        tiny_trainer(fw).evaluate([])
 
 
-def test_trainer_checks_its_arguments(fw):
-    cp = fw.cp
-    seq2seq = cp.Seq2Seq(VOCAB, VOCAB, 8, 16)
-    with pytest.raises(ValueError, match="d_model"):
-        cp.Trainer(seq2seq)
-    trainer = cp.Trainer(seq2seq, d_model=16, warmup_steps=4, seed=0)  # any model called model(src, tgt_in)
+def _seq2seq_trainer(fw):
+    """A Trainer of a model without a d_model attribute (the RNN Seq2Seq), given d_model."""
+    return fw.cp.Trainer(fw.cp.Seq2Seq(VOCAB, VOCAB, 8, 16), d_model=16, warmup_steps=4, seed=0)
+
+
+def test_trainer_trains_any_model_called_with_src_and_tgt_in(fw):
+    trainer = _seq2seq_trainer(fw)
     assert np.isfinite(trainer.train_step(*copy_batches(1, batch=4)[0])["loss"])
-    batches = (b for b in copy_batches(2, batch=4))
-    with pytest.raises(ValueError, match="one-shot iterator"):
-        trainer.fit(batches, epochs=2, progress=False)
-    with pytest.raises(ValueError, match="schedule"):
-        cp.Trainer(tiny_model(fw), schedule=cp.NoamSchedule(16))
-    with pytest.raises(TypeError, match="integer"):
-        trainer.train_step(*(a.astype(np.float32) for a in copy_batches(1, batch=4)[0]))
-    with pytest.raises(ValueError, match="time_budget"):
-        trainer.fit(copy_batches(1, batch=4), time_budget=-1, progress=False)
 
 
-def test_step_and_device_are_read_only_properties(fw):
+@pytest.mark.parametrize("misuse, error, match", [
+    pytest.param(lambda fw: fw.cp.Trainer(fw.cp.Seq2Seq(VOCAB, VOCAB, 8, 16)),
+                 ValueError, "has no d_model attribute", id="model-without-d_model-and-no-d_model"),
+    pytest.param(lambda fw: fw.cp.Trainer(tiny_model(fw), schedule=fw.cp.NoamSchedule(16)),
+                 ValueError, "schedule was given without its optimizer", id="schedule-without-optimizer"),
+    pytest.param(lambda fw: _seq2seq_trainer(fw).fit((b for b in copy_batches(2, batch=4)), epochs=2,
+                                                     progress=False),
+                 ValueError, "one-shot iterator", id="fit-a-generator-for-2-epochs"),
+    pytest.param(lambda fw: _seq2seq_trainer(fw).train_step(
+                     *(a.astype(np.float32) for a in copy_batches(1, batch=4)[0])),
+                 TypeError, "integer", id="train_step-on-float-ids"),
+    pytest.param(lambda fw: _seq2seq_trainer(fw).fit(copy_batches(1, batch=4), time_budget=-1,
+                                                     progress=False),
+                 ValueError, "time_budget", id="fit-with-a-negative-time_budget"),
+])
+def test_trainer_refuses_a_misuse(fw, misuse, error, match):
+    with pytest.raises(error, match=match):
+        misuse(fw)
+
+
+def test_step_counts_the_train_steps(fw):
     trainer = tiny_trainer(fw)
-    assert trainer.step == 0
+    steps = [trainer.step]
+    for b in copy_batches(3, batch=4):
+        trainer.train_step(*b)
+        steps.append(trainer.step)
+    assert steps == [0, 1, 2, 3]
+
+
+def test_step_is_a_python_int(fw):
+    trainer = tiny_trainer(fw)
     trainer.train_step(*copy_batches(1, batch=4)[0])
-    assert trainer.step == 1 and type(trainer.step) is int
-    with pytest.raises(AttributeError, match="step"):
-        trainer.step = 5
-    with pytest.raises(AttributeError, match="device"):
-        trainer.device = "cpu"
+    assert type(trainer.step) is int, type(trainer.step)
+
+
+@pytest.mark.parametrize("attribute, value", [("step", 5), ("device", "cpu")], ids=["step", "device"])
+def test_read_only_property_refuses_assignment(fw, attribute, value):
+    trainer = tiny_trainer(fw)
+    with pytest.raises(AttributeError, match=attribute):
+        setattr(trainer, attribute, value)
+
+
+def test_the_models_weights_live_on_the_trainers_device_after_a_step(fw):
+    trainer = tiny_trainer(fw)
+    trainer.train_step(*copy_batches(1, batch=4)[0])
     if fw.name == "torch":
-        assert all(p.device == trainer.device for p in trainer.model.parameters())
+        devices = {p.device for p in trainer.model.parameters()}
     else:
-        assert re.search(r"/device:(CPU|GPU):\d+$", trainer.device), trainer.device
-        assert {v.value.device for v in trainer.model.variables} == {trainer.device}
+        devices = {v.value.device for v in trainer.model.variables}
+    assert devices == {trainer.device}
 
 
-def test_torch_trainer_moves_the_model_to_the_gpu_when_there_is_one(torch_fw):
+def test_tf_trainer_device_is_a_full_device_name(tf_fw):
+    device = tiny_trainer(tf_fw).device
+    assert re.search(r"/device:(CPU|GPU):\d+$", device), device
+
+
+def test_torch_trainer_picks_the_gpu_when_there_is_one(torch_fw):
     import torch
 
-    trainer = tiny_trainer(torch_fw)
     expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert trainer.device.type == expected
-    assert all(p.device.type == expected for p in trainer.model.parameters())
+    assert tiny_trainer(torch_fw).device.type == expected
+
+
+def test_torch_trainer_trains_numpy_batches_on_its_device(torch_fw):
+    trainer = tiny_trainer(torch_fw)
     assert np.isfinite(trainer.train_step(*copy_batches(1, batch=4)[0])["loss"])
 
 
-def test_trainer_seeds_the_framework_only_when_given_a_seed(fw):
+@pytest.mark.parametrize("seed", [None, 0], ids=["seed=None-leaves-the-generator-alone", "seed=0-seeds-it"])
+def test_trainer_seeds_the_framework_only_when_given_a_seed(fw, seed):
     def draw():
         return fw.to_numpy(fw.torch.rand(4) if fw.name == "torch" else fw.tf.random.uniform([4]))
 
     model = tiny_model(fw)
+    fw.seed(5 if seed is None else seed)  # seed=None: the generator goes on as it was seeded before
+    expected = draw()
     fw.seed(5)
-    unseeded = draw()
-    fw.seed(0)
-    seeded = draw()
-
-    fw.seed(5)
-    fw.cp.Trainer(model, warmup_steps=4)  # seed=None: the generator goes on undisturbed
-    np.testing.assert_array_equal(draw(), unseeded)
-    fw.seed(5)
-    fw.cp.Trainer(model, warmup_steps=4, seed=0)
-    np.testing.assert_array_equal(draw(), seeded)
+    fw.cp.Trainer(model, warmup_steps=4, seed=seed)
+    np.testing.assert_array_equal(draw(), expected)
