@@ -27,8 +27,8 @@ import json
 import sys
 from pathlib import Path
 
-from ._files import atomic_write
 from .claims import PER_FRAMEWORK_TAG
+from .common.files import atomic_write
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAG = "course-setup"

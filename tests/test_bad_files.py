@@ -2,7 +2,7 @@
 
 Vocabularies (field types, byte-order mark, deep nesting), TSV files (undecodable bytes,
 Unicode normalisation), the German compound splitter on huge words, BLEU of no examples,
-and the atomic writer of ``course_pkg._files`` with every writer that uses it.
+and the atomic writer of ``course_pkg.common.files`` with every writer that uses it.
 """
 
 import json
@@ -12,8 +12,8 @@ import unicodedata
 
 import pytest
 
-from course_pkg import _files
 from course_pkg import data as D
+from course_pkg.common import files as _files
 from course_pkg.data import num2words_cache
 from course_pkg.evaluation import accuracy_by_length, corpus_bleu, exact_match
 from course_pkg.exercises import notebooks as exercise_notebooks

@@ -5,7 +5,7 @@ learner's checkpoint, which speaks Hugging Face names. Another family's checkpoi
 unexpected entry, a wrongly shaped tensor or a configuration that does not match the weights
 raises ``ValueError`` (``TypeError`` for an entry that is not numbers) naming the key as the
 checkpoint spells it (with its ``bert.`` / ``transformer.`` / ``vit.`` prefix), what was expected
-and what came; the checks live in the framework-free ``course_pkg.huggingface``, so both
+and what came; the checks live in the framework-free ``course_pkg.common.huggingface``, so both
 frameworks say the same. Tiny random models, built offline.
 """
 

@@ -305,7 +305,7 @@ def test_course_pkg_imports_no_transformers():
     import subprocess
     import sys
 
-    code = ("import sys, course_pkg.torch, course_pkg.huggingface; "
+    code = ("import sys, course_pkg.torch, course_pkg.common.huggingface; "
             "assert 'transformers' not in sys.modules, 'transformers imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

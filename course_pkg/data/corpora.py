@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import check_count, check_language
+from ..common.checks import check_count, check_language
 from .num2words_cache import _words_for, supported_languages
 from .tokenizer import Tokenizer
 

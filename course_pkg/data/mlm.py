@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .._checks import check_count, check_language
+from ..common.checks import check_count, check_language
 from .batching import pad_batch
 from .corpora import Corpus, _split, _split_sizes
 from .num2words_cache import _words_for, supported_languages

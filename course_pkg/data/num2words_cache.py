@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from .._checks import check_count, check_language
-from .._files import atomic_write
+from ..common.checks import check_count, check_language
+from ..common.files import atomic_write
 
 
 def _num2words():

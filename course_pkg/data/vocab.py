@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_count
-from .._files import atomic_write
+from ..common.checks import check_count
+from ..common.files import atomic_write
 from .tokenizer import Tokenizer
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"

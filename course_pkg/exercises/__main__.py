@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from .._files import atomic_write
+from ..common.files import atomic_write
 from .catalog import BOOK_SEED
 from .notebooks import CELL_TIME_LIMIT, ExerciseError
 

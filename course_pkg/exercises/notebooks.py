@@ -17,8 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .._files import atomic_write
 from ..book import SETUP_TAG, source_text
+from ..common.files import atomic_write
 from .catalog import BOOK_SEED, for_chapter
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"

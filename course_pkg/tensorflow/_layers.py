@@ -27,7 +27,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from .._checks import check_epsilon
+from ..common.checks import check_epsilon
 
 LAYER_NORM_EPSILON = 1e-6
 

@@ -25,8 +25,8 @@ search keeps ``beam`` (``beam_size``) hypotheses per source,
 import tensorflow as tf
 
 from .. import data as _data
-from .._checks import check_length, check_positive, check_token_range
-from .._decoding import default_max_len, length_penalty_factor, map_state
+from ..common.checks import check_length, check_positive, check_token_range
+from ..common.search import default_max_len, length_penalty_factor, map_state
 from ..data import BOS_ID, EOS_ID, PAD_ID
 
 

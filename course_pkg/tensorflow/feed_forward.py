@@ -7,7 +7,7 @@ out, ``dff`` hidden features.
 import keras
 import tensorflow as tf
 
-from .._checks import check_activation, check_dropout, check_positive
+from ..common.checks import check_activation, check_dropout, check_positive
 from ._layers import Layer, dense, dropout_layer
 
 

@@ -10,9 +10,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from .. import huggingface as _hf
-from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
-from .._generation import check_generation, left_align, sample_next
+from ..common import huggingface as _hf
+from ..common.checks import (
+    check_activation,
+    check_dropout,
+    check_epsilon,
+    check_flag,
+    check_pad_id,
+    check_positive,
+)
+from ..common.generation import check_generation, left_align, sample_next
 from ._layers import Model, dense, dropout_layer, embedding, layer_norm
 from .bert import padding_mask_2d
 from .decoder import DecoderLayer
@@ -263,7 +270,7 @@ def gpt_from_huggingface(source, config=None):
 
     Returns:
         The course model (call it with ``training=False``, the default; mapping in
-        :mod:`course_pkg.huggingface`).
+        :mod:`course_pkg.common.huggingface`).
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

@@ -7,7 +7,7 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 import keras
 import tensorflow as tf
 
-from .._checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
+from ..common.checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
 from ._layers import Layer, dense, dropout_layer
 
 

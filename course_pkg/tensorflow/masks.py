@@ -26,7 +26,7 @@ frameworks' own masks.
 
 import tensorflow as tf
 
-from .._checks import check_token_rank
+from ..common.checks import check_token_rank
 
 
 def _check_rank(tokens):

@@ -9,7 +9,7 @@ import math
 import keras
 import tensorflow as tf
 
-from .._checks import (
+from ..common.checks import (
     check_features,
     check_length,
     check_positive,

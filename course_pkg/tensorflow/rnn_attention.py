@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from .._checks import (
+from ..common.checks import (
     RNN_MASK,
     check_batch,
     check_choice,

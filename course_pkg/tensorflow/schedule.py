@@ -6,8 +6,8 @@ Same names, signatures and numbers as :mod:`course_pkg.torch.schedule`.
 import keras
 import tensorflow as tf
 
-from .._checks import noam_scale
-from .._training import ADAM_BETAS, ADAM_EPSILON
+from ..common.checks import noam_scale
+from ..common.training import ADAM_BETAS, ADAM_EPSILON
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")

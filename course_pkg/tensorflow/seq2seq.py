@@ -27,7 +27,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from .._checks import (
+from ..common.checks import (
     check_batch,
     check_choice,
     check_features,

@@ -29,7 +29,7 @@ import secrets
 import keras
 import tensorflow as tf
 
-from .._checks import (
+from ..common.checks import (
     check_checkpoint_info,
     check_label_range,
     check_label_smoothing,
@@ -39,8 +39,8 @@ from .._checks import (
     check_token_range,
     check_token_rank,
 )
-from .._files import atomic_open, make_folder, sync_folder, write_error
-from .._training import (
+from ..common.files import atomic_open, make_folder, sync_folder, write_error
+from ..common.training import (
     CHECKPOINT_FORMAT,
     check_batch_shapes,
     config_differences,

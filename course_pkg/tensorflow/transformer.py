@@ -10,7 +10,7 @@ target positions after the ``past`` ones already decoded.
 import keras
 import tensorflow as tf
 
-from .._checks import check_batch, check_pad_id, check_token_dtype, check_token_rank, unpack_pair
+from ..common.checks import check_batch, check_pad_id, check_token_dtype, check_token_rank, unpack_pair
 from ._layers import Model, dense, is_integer
 from .decoder import Decoder
 from .encoder import Encoder

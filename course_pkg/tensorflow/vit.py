@@ -10,9 +10,9 @@ together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors
 import keras
 import tensorflow as tf
 
-from .. import huggingface as _hf
-from .._checks import check_activation, check_choice, check_dropout, check_positive
-from .._image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
+from ..common import huggingface as _hf
+from ..common.checks import check_activation, check_choice, check_dropout, check_positive
+from ..common.image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
 from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding

@@ -19,7 +19,7 @@ functions and the two implementations train from the same starting point.
 import torch
 from torch import nn
 
-from .._checks import check_epsilon
+from ..common.checks import check_epsilon
 
 LAYER_NORM_EPSILON = 1e-6
 

@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._checks import (
+from ..common.checks import (
     check_attention_dtypes,
     check_batch,
     check_features,

@@ -7,8 +7,8 @@ over ``vocab`` tokens.
 import torch
 from torch import nn
 
-from .. import huggingface as _hf
-from .._checks import (
+from ..common import huggingface as _hf
+from ..common.checks import (
     check_activation,
     check_dropout,
     check_epsilon,
@@ -163,7 +163,7 @@ def bert_from_huggingface(source, config=None):
     Returns:
         The course model, in eval mode. A checkpoint without pooler (``BertForMaskedLM``)
         or without MLM head (``BertModel``) leaves those weights at their initial values;
-        the mapping is documented in :mod:`course_pkg.huggingface`.
+        the mapping is documented in :mod:`course_pkg.common.huggingface`.
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

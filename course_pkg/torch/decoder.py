@@ -9,7 +9,7 @@ features each. Step-by-step decoding feeds ``new`` target positions after the
 import torch
 from torch import nn
 
-from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
+from ..common.checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
 from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward

@@ -6,7 +6,7 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 
 from torch import nn
 
-from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
+from ..common.checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
 from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
 from .attention import MultiHeadAttention
 from .feed_forward import FeedForward

@@ -6,7 +6,7 @@ out, ``dff`` hidden features.
 
 import torch
 
-from .._checks import check_activation, check_dropout, check_positive
+from ..common.checks import check_activation, check_dropout, check_positive
 from ._layers import Layer, dense, dropout_layer
 
 

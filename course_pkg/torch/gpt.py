@@ -10,9 +10,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import huggingface as _hf
-from .._checks import check_activation, check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
-from .._generation import check_generation, left_align, sample_next
+from ..common import huggingface as _hf
+from ..common.checks import (
+    check_activation,
+    check_dropout,
+    check_epsilon,
+    check_flag,
+    check_pad_id,
+    check_positive,
+)
+from ..common.generation import check_generation, left_align, sample_next
 from ._layers import Model, dense, dropout_layer, embedding, layer_norm
 from .bert import padding_mask_2d
 from .decoder import DecoderLayer
@@ -254,7 +261,7 @@ def gpt_from_huggingface(source, config=None):
         config: its ``GPT2Config`` (or the config's dict); taken from ``source`` when it is a model.
 
     Returns:
-        The course model, in eval mode (mapping in :mod:`course_pkg.huggingface`).
+        The course model, in eval mode (mapping in :mod:`course_pkg.common.huggingface`).
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

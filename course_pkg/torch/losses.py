@@ -11,7 +11,7 @@ over ``vocab`` target tokens.
 
 import torch
 
-from .._checks import check_label_range, check_label_smoothing, check_loss_shapes
+from ..common.checks import check_label_range, check_label_smoothing, check_loss_shapes
 from ._layers import is_integer
 
 

@@ -26,7 +26,7 @@ frameworks' own masks.
 
 import torch
 
-from .._checks import check_token_rank
+from ..common.checks import check_token_rank
 from ._layers import is_integer
 
 

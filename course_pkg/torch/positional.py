@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .._checks import (
+from ..common.checks import (
     check_features,
     check_length,
     check_positive,

@@ -13,7 +13,7 @@ hidden layer.
 import torch
 from torch import nn
 
-from .._checks import (
+from ..common.checks import (
     RNN_MASK,
     check_batch,
     check_choice,

@@ -5,8 +5,8 @@ Same names, signatures and numbers as :mod:`course_pkg.tensorflow.schedule`.
 
 import torch
 
-from .._checks import noam_scale
-from .._training import ADAM_BETAS, ADAM_EPSILON
+from ..common.checks import noam_scale
+from ..common.training import ADAM_BETAS, ADAM_EPSILON
 
 
 class NoamSchedule:

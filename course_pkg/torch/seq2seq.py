@@ -26,7 +26,7 @@ layers the decoder attends with live in :mod:`course_pkg.torch.rnn_attention`.
 import torch
 from torch import nn
 
-from .._checks import (
+from ..common.checks import (
     check_batch,
     check_choice,
     check_features,

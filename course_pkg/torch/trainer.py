@@ -25,15 +25,15 @@ import warnings
 
 import torch
 
-from .._checks import (
+from ..common.checks import (
     check_checkpoint_info,
     check_label_smoothing,
     check_precision,
     check_token_dtype,
     check_token_rank,
 )
-from .._files import atomic_open
-from .._training import (
+from ..common.files import atomic_open
+from ..common.training import (
     CHECKPOINT_FORMAT,
     check_batch_shapes,
     config_differences,

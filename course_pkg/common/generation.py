@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_positive
+from .checks import check_positive
 
 
 def check_generation(shape, max_new_tokens, max_len, temperature, top_k, top_p, do_sample, fewest_real):

@@ -1,6 +1,6 @@
 """Argument checks of the vision models (chapter 8), shared by both frameworks.
 
-Like :mod:`course_pkg._checks`: each framework turns its tensors' static facts
+Like :mod:`course_pkg.common.checks`: each framework turns its tensors' static facts
 (shape tuples, dtype names) into plain values and calls these functions, so that
 both refuse bad images with the same messages. Images are channels-last,
 ``(batch, height, width, channels)``.

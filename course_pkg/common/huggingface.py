@@ -305,7 +305,7 @@ def load_into(model, weights: dict, interop) -> None:
 
 def bert_from_huggingface(bert_class, source, config=None):
     """A course ``bert_class`` with the configuration and weights of a Hugging Face BERT."""
-    from . import interop
+    from .. import interop
 
     state_dict, config = split_source(source, config)
     kwargs = bert_config(config)
@@ -317,7 +317,7 @@ def bert_from_huggingface(bert_class, source, config=None):
 
 def gpt_from_huggingface(gpt_class, source, config=None):
     """A course ``gpt_class`` with the configuration and weights of a Hugging Face GPT-2."""
-    from . import interop
+    from .. import interop
 
     state_dict, config = split_source(source, config)
     kwargs = gpt_config(config)
@@ -402,7 +402,7 @@ def vit_weights(state_dict, size) -> dict:
 
 def vit_from_huggingface(vit_class, source, config=None):
     """A course ``vit_class`` with the configuration and weights of a Hugging Face ViT."""
-    from . import interop
+    from .. import interop
 
     state_dict, config = split_source(source, config)
     kwargs = vit_config(state_dict, config)

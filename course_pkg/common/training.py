@@ -2,7 +2,7 @@
 
 :mod:`course_pkg.torch.trainer` and :mod:`course_pkg.tensorflow.trainer` (and
 their ``schedule`` modules) share these, so that they save and report alike;
-their argument checks are in :mod:`course_pkg._checks`.
+their argument checks are in :mod:`course_pkg.common.checks`.
 """
 
 import contextlib
@@ -10,7 +10,7 @@ import gc
 import json
 import time
 
-from ._checks import check_batch, check_budget, check_positive, check_reiterable
+from .checks import check_batch, check_budget, check_positive, check_reiterable
 
 ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
 CHECKPOINT_FORMAT = "course_pkg.training/1"  # both frameworks' Trainer.save
