@@ -238,10 +238,10 @@ def _book_texts():
 
 def test_literalinclude_parser():
     text = ("```{literalinclude} ../course_pkg/torch/masks.py\n:pyobject: create_padding_mask\n"
-            ":emphasize-lines: 2\n```\n\n.. literalinclude:: /course_pkg/reference.py\n")
+            ":emphasize-lines: 2\n```\n\n.. literalinclude:: /course_pkg/reference/masks.py\n")
     assert literalincludes(text) == [
         ("../course_pkg/torch/masks.py", {"pyobject": "create_padding_mask", "emphasize-lines": "2"}),
-        ("/course_pkg/reference.py", {})]
+        ("/course_pkg/reference/masks.py", {})]
     tree = ast.parse((ROOT / "course_pkg" / "torch" / "attention.py").read_text(encoding="utf-8"))
     assert pyobject_exists(tree, "MultiHeadAttention.split_heads")
     assert not pyobject_exists(tree, "MultiHeadAttention.no_such_method")

@@ -1,0 +1,57 @@
+"""Scaled dot-product attention and multi-head attention, with the softmax and the head helpers.
+
+Mirrors ``course_pkg.torch.attention`` and ``course_pkg.tensorflow.attention``.
+"""
+
+import numpy as np
+
+from ._layers import dense
+
+
+def softmax(x, axis=-1):
+    """Numerically stable softmax."""
+    x = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """softmax(q kᵀ / √d_k) v, with masked weights exactly 0.
+
+    Shape: (..., Tq, dk), (..., Tk, dk), (..., Tk, dv) -> (..., Tq, dv), (..., Tq, Tk).
+    A fully masked row gets all-zero weights (and a zero output).
+    """
+    query, key, value = (np.asarray(a, dtype=np.float64) for a in (query, key, value))
+    logits = query @ np.swapaxes(key, -1, -2) / np.sqrt(key.shape[-1])  # (..., Tq, Tk)
+    if mask is None:
+        weights = softmax(logits)
+    else:
+        blocked = np.broadcast_to(np.asarray(mask) != 0, logits.shape)
+        weights = softmax(np.where(blocked, np.finfo(logits.dtype).min, logits))
+        weights = np.where(blocked, 0.0, weights)
+    return weights @ value, weights
+
+
+def split_heads(x, num_heads):
+    """Shape: (batch, seq, d_model) -> (batch, heads, seq, depth)."""
+    batch, seq, d_model = x.shape
+    return x.reshape(batch, seq, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
+def combine_heads(x):
+    """Shape: (batch, heads, seq, depth) -> (batch, seq, heads * depth)."""
+    batch, heads, seq, depth = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(batch, seq, heads * depth)
+
+
+def multi_head_attention(params, query, key, value, num_heads, mask=None):
+    """Multi-head attention with the weights ``wq, wk, wv, wo`` in ``params``.
+
+    Shape: (batch, Tq, d_model), (batch, Tk, d_model) x2 ->
+    (batch, Tq, d_model), (batch, heads, Tq, Tk).
+    """
+    q = split_heads(dense(params, np.asarray(query, np.float64), "wq"), num_heads)
+    k = split_heads(dense(params, np.asarray(key, np.float64), "wk"), num_heads)
+    v = split_heads(dense(params, np.asarray(value, np.float64), "wv"), num_heads)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    return dense(params, combine_heads(out), "wo"), weights

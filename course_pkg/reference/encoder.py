@@ -1,0 +1,55 @@
+"""The encoder layer and the encoder (post-LN as in the paper, or pre-LN), and their parameter count.
+
+Mirrors ``course_pkg.torch.encoder`` and ``course_pkg.tensorflow.encoder``.
+:func:`encoder_layer_parameters` is the reference answer of an exercise.
+"""
+
+import numpy as np
+
+from ._layers import LAYER_NORM_EPSILON, layer_norm, num_layers, sub
+from .attention import multi_head_attention
+from .feed_forward import feed_forward
+from .positional import positional_embedding
+
+
+def encoder_layer(params, x, num_heads, mask=None, norm_first=False, activation="relu",
+                  eps=LAYER_NORM_EPSILON):
+    """Encoder layer, post-LN (the paper) or pre-LN (``norm_first``).
+
+    Returns ``(x, self_attention_weights)``.
+    """
+    x = np.asarray(x, np.float64)
+    norm1, norm2 = sub(params, "norm1"), sub(params, "norm2")
+    if norm_first:
+        h = layer_norm(norm1, x, eps)
+        attn, weights = multi_head_attention(sub(params, "self_attn"), h, h, h, num_heads, mask)
+        x = x + attn
+        x = x + feed_forward(sub(params, "ffn"), layer_norm(norm2, x, eps), activation)
+        return x, weights
+    attn, weights = multi_head_attention(sub(params, "self_attn"), x, x, x, num_heads, mask)
+    x = layer_norm(norm1, x + attn, eps)
+    x = layer_norm(norm2, x + feed_forward(sub(params, "ffn"), x, activation), eps)
+    return x, weights
+
+
+def encoder(params, tokens, num_heads, mask=None, norm_first=False, activation="relu",
+            eps=LAYER_NORM_EPSILON):
+    """Embedding + N encoder layers (+ the final LayerNorm when pre-LN).
+
+    Returns ``(x, [weights per layer])``.
+    """
+    x = positional_embedding(sub(params, "embedding"), tokens)
+    maps = []
+    for i in range(num_layers(params)):
+        x, w = encoder_layer(sub(params, f"layers.{i}"), x, num_heads, mask, norm_first, activation, eps)
+        maps.append(w)
+    if norm_first:
+        x = layer_norm(sub(params, "final_norm"), x, eps)
+    return x, maps
+
+
+def encoder_layer_parameters(d_model, dff):
+    """Trainable parameters of an encoder layer: multi-head attention (4 dense layers),
+    the feed-forward network, 2 layer norms."""
+    return 4 * (d_model * d_model + d_model) + (d_model * dff + dff) + (dff * d_model + d_model) \
+        + 2 * 2 * d_model

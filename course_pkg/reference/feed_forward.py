@@ -1,0 +1,33 @@
+"""The position-wise feed-forward network and its activations (ReLU, exact GELU, tanh GELU).
+
+Mirrors ``course_pkg.torch.feed_forward`` and ``course_pkg.tensorflow.feed_forward``, which also keep
+``gelu``, ``gelu_tanh`` and the activations by name.
+"""
+
+import math
+
+import numpy as np
+
+from ._layers import dense
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu(x):
+    """Exact GELU: x Φ(x) = 0.5 x (1 + erf(x / √2)) (BERT)."""
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+def gelu_tanh(x):
+    """GELU's tanh approximation: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (GPT-2's gelu_new)."""
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0.0), "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+def feed_forward(params, x, activation="relu"):
+    """act(x W1 + b1) W2 + b2, act = max(0, .) in the paper. Shape: (..., d_model) -> (..., d_model)."""
+    return dense(params, ACTIVATIONS[activation](dense(params, np.asarray(x, np.float64), "w1")), "w2")
