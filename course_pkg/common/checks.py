@@ -431,6 +431,10 @@ def check_activation(activation) -> str:
     return activation
 
 
+# The course's LayerNorm epsilon (torch's default is 1e-5, Keras' 1e-3; BERT uses 1e-12, GPT-2 1e-5).
+LAYER_NORM_EPSILON = 1e-6
+
+
 def check_epsilon(eps) -> float:
     """Raise ``ValueError`` unless ``eps`` (a LayerNorm epsilon) is a finite float > 0."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < float(eps) < float("inf"):
@@ -443,6 +447,13 @@ def check_flag(name, value) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def check_top_p(p) -> float:
+    """Raise ``ValueError`` unless ``p`` (the nucleus of ``top_p_filter``) is a float in (0, 1]."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    return p
 
 
 def check_start(start) -> int:

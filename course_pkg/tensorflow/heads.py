@@ -8,7 +8,8 @@ import keras
 import tensorflow as tf
 
 from ..common.checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
-from ._layers import Layer, dense, dropout_layer
+from .base import Layer, dense, dropout_layer
+from .tokens import is_integer
 
 
 def select_token(x, token_index):
@@ -31,7 +32,7 @@ def select_token(x, token_index):
     index = tf.convert_to_tensor(token_index)  # (batch,)
     shape = (None,) if index.shape.rank is None else tuple(index.shape)  # unknown rank: in a tf.function
     values = index.numpy().tolist() if tf.executing_eagerly() and len(shape) == 1 else None
-    check_row_indices(shape, x.shape[0], index.dtype.is_integer, index.dtype.name, values, x.shape[1])
+    check_row_indices(shape, x.shape[0], is_integer(index), index.dtype.name, values, x.shape[1])
     index = tf.cast(index, tf.int32)
     if index.shape.rank is None:  # checked when it runs; (batch,) for the layers after
         index = tf.ensure_shape(index, (x.shape[0],))

@@ -22,8 +22,8 @@ from ..common.checks import (
     check_mask_shape,
     check_positive,
 )
-from ._layers import Layer
-from .attention import _weighted_values
+from .attention import weighted_values
+from .base import Layer
 
 LUONG_SCORES = ("dot", "general")
 
@@ -63,7 +63,7 @@ def _context(weights, keys, mask=None):
     """
     if mask is None:
         return tf.matmul(weights, keys)
-    return _weighted_values(weights, keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
+    return weighted_values(weights, keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")

@@ -7,7 +7,8 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 import torch
 
 from ..common.checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
-from ._layers import Layer, dense, dropout_layer, is_integer
+from .base import Layer, dense, dropout_layer
+from .tokens import is_integer
 
 
 def _dtype_name(tensor):

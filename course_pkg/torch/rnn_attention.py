@@ -21,8 +21,8 @@ from ..common.checks import (
     check_mask_shape,
     check_positive,
 )
-from ._layers import Layer
-from .attention import _check_input_dtypes, _weighted_values
+from .attention import check_input_dtypes, weighted_values
+from .base import Layer
 
 LUONG_SCORES = ("dot", "general")
 
@@ -62,7 +62,7 @@ def _context(weights, keys, mask=None):
     """
     if mask is None:
         return torch.matmul(weights, keys)
-    return _weighted_values(weights, keys, torch.as_tensor(mask, device=keys.device) != 0)
+    return weighted_values(weights, keys, torch.as_tensor(mask, device=keys.device) != 0)
 
 
 class BahdanauAttention(Layer):
@@ -106,7 +106,7 @@ class BahdanauAttention(Layer):
         check_features(query.shape, self.query_dim, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
-        _check_input_dtypes(self, query=query, keys=keys)
+        check_input_dtypes(self, query=query, keys=keys)
         q = self.w1(query)[:, :, None, :]  # (batch, Tq, 1, units)
         k = self.w2(keys)[:, None, :, :]  # (batch, 1, Tk, units)
         scores = self.v(torch.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
@@ -159,7 +159,7 @@ class LuongAttention(Layer):
         check_features(query.shape, self.units, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
-        _check_input_dtypes(self, query=query, keys=keys)
+        check_input_dtypes(self, query=query, keys=keys)
         k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
         scores = torch.matmul(query, k.transpose(1, 2))  # (batch, Tq, Tk)
         weights = _masked_softmax(scores, mask).to(keys.dtype)  # (batch, Tq, Tk)

@@ -33,14 +33,12 @@ from ..common.checks import (
     check_pad_id,
     check_positive,
     check_state,
-    check_token_dtype,
-    check_token_range,
-    check_token_rank,
     unpack_pair,
 )
-from ._layers import Layer, Model, dense, embedding, is_integer
-from .masks import _token_ids, create_padding_mask
+from .base import Layer, Model, dense, embedding
+from .masks import create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention
+from .tokens import check_token_ids, check_tokens, token_ids
 
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
 
@@ -80,21 +78,17 @@ def _gru_cell(input_size, units):
 def _check_tokens(tokens, vocab_size, device):
     """``tokens`` as a tensor on ``device`` (narrow and unsigned integers as int64); raise
     ``TypeError``/``ValueError`` unless they are ``(batch, seq)`` ids, ``seq >= 1``."""
-    tokens = _token_ids(tokens)
-    check_token_dtype(is_integer(tokens), str(tokens.dtype))
-    check_token_rank(tokens.shape)
+    tokens = token_ids(tokens)
+    check_tokens(tokens, vocab_size)
     if tokens.shape[1] == 0:
         raise ValueError("token ids must hold at least one position, got length 0")
-    if tokens.numel():
-        check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
     return tokens.to(device)
 
 
 def _check_pair(src_tokens, tgt_tokens):
     """Raise unless source and target are integer ``(batch, length)`` ids of one batch size."""
     for tokens in (src_tokens, tgt_tokens):
-        check_token_dtype(is_integer(tokens), str(tokens.dtype))
-        check_token_rank(tokens.shape)
+        check_token_ids(tokens)
     check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
 
 
@@ -329,7 +323,7 @@ class Seq2Seq(Model):
 
     def _as_tokens(self, tokens):
         """Token ids as a tensor on the model's device (lists and arrays welcome)."""
-        return _token_ids(tokens).to(self.encoder.embedding.weight.device)
+        return token_ids(tokens).to(self.encoder.embedding.weight.device)
 
     def start_decoding(self, src_tokens):
         """Encode the source; return the state that :meth:`decode_step` grows.
