@@ -17,6 +17,7 @@ CASES = [
     ("course_pkg.common.training", ["torch", "tensorflow", "keras"]),
     ("course_pkg.common.checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.image_checks", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg.common.rnn_checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.generation", ["torch", "tensorflow", "keras"]),
     ("course_pkg.common.files", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.huggingface", ["torch", "tensorflow", "keras", "transformers"]),

@@ -214,6 +214,19 @@ def check_token_index(token_index, seq: Optional[int]) -> None:
                          f"(expected -{seq} <= token_index < {seq})")
 
 
+def check_default_token_index(token_index) -> None:
+    """Raise ``ValueError`` unless ``token_index`` (a constructor's default position) is an int."""
+    if isinstance(token_index, bool) or not isinstance(token_index, int):
+        raise ValueError(f"token_index must be an int, got {token_index!r}")
+
+
+def check_enc_output(cross_attention: bool, enc_output_is_none: bool) -> None:
+    """Raise ``ValueError`` when a layer with cross-attention gets no encoder output."""
+    if cross_attention and enc_output_is_none:
+        raise ValueError("enc_output is None, but this DecoderLayer has a cross-attention "
+                         "(cross_attention=True): pass the encoder output")
+
+
 def check_row_indices(shape: Shape, batch: Optional[int], is_integer: bool, dtype_name: str,
                       values=None, seq: Optional[int] = None) -> None:
     """Raise unless a per-row ``token_index`` is one int position per row, each as

@@ -36,12 +36,11 @@ from ..common.checks import (
     check_state,
     unpack_pair,
 )
+from ..common.rnn_checks import ATTENTION_TYPES, check_attention_requested, check_some_positions
 from .base import Layer, Model, dense, embedding
 from .masks import create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention
 from .tokens import check_token_ids, check_tokens, token_ids
-
-ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
 
 
 # ------------------------------------------------------------------------ leaf layers
@@ -78,8 +77,7 @@ def _check_tokens(tokens, vocab_size):
     """
     tokens = token_ids(tokens)
     check_tokens(tokens, vocab_size)
-    if tokens.shape[1] == 0:
-        raise ValueError("token ids must hold at least one position, got length 0")
+    check_some_positions(tokens.shape[1])
     return tokens
 
 
@@ -328,9 +326,7 @@ class Seq2Seq(Model):
     def call(self, src_tokens, tgt_tokens=None, return_attention=False, training=None):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens, "Seq2Seq")
-        if return_attention and self.attention_type is None:
-            raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
-                             "was built with attention=None")
+        check_attention_requested(return_attention, self.attention_type)
         src_tokens, tgt_tokens = token_ids(src_tokens), token_ids(tgt_tokens)
         _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens,
