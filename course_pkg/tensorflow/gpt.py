@@ -185,12 +185,12 @@ class GPT(Model):
         all_pad = tf.concat([state["pad"], pad], axis=1)  # (batch, past + new)
         look_ahead = create_look_ahead_mask(past + new)[past:]  # (new, past + new)
         mask = tf.maximum(look_ahead, all_pad[:, tf.newaxis, tf.newaxis, :])  # (batch, 1, new, past + new)
-        layers = []
+        caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)
-            layers.append(cache)
+            caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": layers, "pad": all_pad,
+        return logits, {"layers": caches, "pad": all_pad,
                         "count": state["count"] + tf.reduce_sum(1.0 - pad, axis=1)}
 
     def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,

@@ -175,12 +175,12 @@ class GPT(Model):
         all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
         look_ahead = create_look_ahead_mask(past + new)[past:].to(x.device)  # (new, past + new)
         mask = torch.maximum(look_ahead, all_pad[:, None, None, :])  # (batch, 1, new, past + new)
-        layers = []
+        caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)
-            layers.append(cache)
+            caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": layers, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
+        return logits, {"layers": caches, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
 
     def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
                  do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
