@@ -189,7 +189,7 @@ def fused_attention(query, key, value, mask=None):
     # One float32 sum asks whether any value is NaN or inf (a sum that overflows to inf only
     # takes the guarded path, which is exact for finite values too).
     all_finite = ask and bool(torch.isfinite(value.detach().sum(dtype=torch.float32)))
-    if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
+    if not all_finite:  # a blocked key's NaN would reach every query: read as 0
         bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
         value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device),
                             value)
