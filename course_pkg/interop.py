@@ -2,7 +2,11 @@
 
 Both implementations name their sub-layers alike (``encoder.layers.0.self_attn.wq``),
 so a weight has one canonical name in both, and the NumPy oracle
-(:mod:`course_pkg.reference`) reads the same names:
+(:mod:`course_pkg.reference`) reads the same names. The paper's Encoder and Decoder call
+their stack ``layers`` and BERT, GPT and the ViT call theirs ``blocks`` (as their papers
+do), and both spellings stay: the canonical names (``encoder.layers.0...``,
+``blocks.0...``) are those of saved checkpoints and of the book's stored outputs.
+
 
 =====================  =====================================  ==========================
 leaf layer             canonical entries                      PyTorch parameter
@@ -29,8 +33,8 @@ Example::
     pt_model = cpt.Transformer(2, 128, 4, 512, 1000, 1000, 64)
     interop.copy_weights(tf_model, pt_model)   # now they compute the same function
 
-Each framework owns its half of the mapping (``course_pkg.torch._weights``,
-``course_pkg.tensorflow._weights``: which parameter holds which canonical
+Each framework owns its half of the mapping (``course_pkg.torch.weights``,
+``course_pkg.tensorflow.weights``: which parameter holds which canonical
 entry); this module dispatches to it and checks names and shapes. It imports
 a framework only when it is handed one of its objects.
 """
@@ -58,7 +62,7 @@ def _framework(layer) -> str:
 
 def _half(layer):
     """The framework module that knows where ``layer`` keeps each canonical weight."""
-    return importlib.import_module(f"course_pkg.{_framework(layer)}._weights")
+    return importlib.import_module(f"course_pkg.{_framework(layer)}.weights")
 
 
 def _canonical_shape(slot) -> tuple:

@@ -1,4 +1,4 @@
-"""The course's dropout layer (``_layers.dropout_layer``): Keras' ``Dropout`` in TensorFlow, and in
+"""The course's dropout layer (``base.dropout_layer``): Keras' ``Dropout`` in TensorFlow, and in
 PyTorch a ``nn.Dropout`` that draws its CPU mask from uniform numbers (faster than ``bernoulli_``).
 
 Both must keep each element with probability ``1 - rate``, scale the kept ones by ``1 / (1 - rate)``,
@@ -15,7 +15,7 @@ SHAPE = (64, 32, 128)  # 262,144 elements: the kept fraction's standard deviatio
 
 
 def _layer(fw, rate=RATE):
-    return importlib.import_module(f"course_pkg.{fw.name}._layers").dropout_layer(rate)
+    return importlib.import_module(f"course_pkg.{fw.name}.base").dropout_layer(rate)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -51,7 +51,7 @@ def test_dropout_draws_a_new_mask_each_call_and_repeats_with_the_seed(fw):
 
 def test_torch_dropout_gradient_flows_through_kept_elements_only():
     torch = pytest.importorskip("torch")
-    from course_pkg.torch._layers import Dropout, dropout_layer
+    from course_pkg.torch.base import Dropout, dropout_layer
 
     layer = dropout_layer(0.25)
     assert isinstance(layer, Dropout) and isinstance(layer, torch.nn.Dropout)  # state dicts, repr, hooks

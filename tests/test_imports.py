@@ -17,6 +17,7 @@ CASES = [
     ("course_pkg.common.training", ["torch", "tensorflow", "keras"]),
     ("course_pkg.common.checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.image_checks", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg.common.rnn_checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.generation", ["torch", "tensorflow", "keras"]),
     ("course_pkg.common.files", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.huggingface", ["torch", "tensorflow", "keras", "transformers"]),
@@ -73,3 +74,125 @@ def test_framework_subpackages_export_the_same_names_and_function_signatures():
         a, b = getattr(ctf, name), getattr(cpt, name)
         if inspect.isfunction(a):
             assert inspect.signature(a) == inspect.signature(b), name
+
+
+# What one twin has and the other has not, for a framework reason; everything else must match.
+FRAMEWORK_ONLY_NAMES = {
+    "attention.check_input_dtypes": "torch: Keras layers cast floating inputs to their compute dtype",
+    "base.Dropout": "torch: nn.Dropout with a faster CPU mask (Keras' Dropout is used as is)",
+    "decoding.eval_mode": "torch: eval mode and no autograd (Keras layers take training=False)",
+}
+FRAMEWORK_ONLY_METHODS = {
+    "base.Layer": {"from_config": "torch: Keras' Layer has it", "compute_mask": "tensorflow: Keras plumbing"},
+    "base.Model": {"from_config": "torch: Model is Layer", "get_config": "torch: Model is Layer"},
+    "base.Bias": {"get_config": "tensorflow: Keras serialisation"},
+}
+FRAMEWORK_ONLY_ATTRIBUTES = {
+    "built",  # Keras' flag, set by the layers built at construction
+    "pe",  # the position table: a registered buffer in PyTorch, a constant in Keras
+    "size",  # Bias's argument, kept for Keras' get_config
+}
+# Parameters only one framework has: Keras' training flag, layer name and dtype policy, **kwargs.
+FRAMEWORK_PARAMETERS = {"training", "kwargs", "name", "dtype"}
+# weights.py is each framework's half of course_pkg.interop: its functions follow the framework's tree.
+DIFFERENT_SIGNATURES = {"weights.weight_slots"}
+
+
+def _twin_modules():
+    import pkgutil
+
+    import course_pkg.tensorflow as ctf
+    import course_pkg.torch as cpt
+
+    return [sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)) for pkg in (cpt, ctf)]
+
+
+def _parameters(function):
+    import inspect
+
+    function = getattr(function, "__func__", function)
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()
+            if p.name not in FRAMEWORK_PARAMETERS]
+
+
+def _public(module):
+    import inspect
+
+    return {name: obj for name, obj in vars(module).items()
+            if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
+            and obj.__module__ == module.__name__}
+
+
+def _methods(cls):
+    """Public methods (and ``__init__``) defined by ``cls``, Keras' ``call`` named ``forward``."""
+    import inspect
+
+    methods = {name: value for name, value in vars(cls).items()
+               if (name == "__init__" or not name.startswith("_"))
+               and (inspect.isfunction(value) or isinstance(value, (classmethod, staticmethod)))}
+    if "call" in methods:
+        methods["forward"] = methods.pop("call")
+    return methods
+
+
+def _assigned_attributes(path):
+    """class name -> public attributes it assigns (``self.x = ...``), read from the source."""
+    import ast
+
+    classes = {}
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        names = set()
+        for node in ast.walk(cls):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            for target in targets:
+                for item in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if (isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name)
+                            and item.value.id == "self" and not item.attr.startswith("_")):
+                        names.add(item.attr)
+        classes[cls.name] = names - FRAMEWORK_ONLY_ATTRIBUTES
+    return classes
+
+
+def test_twins_hold_the_same_modules():
+    torch_modules, tf_modules = _twin_modules()
+    assert sorted(set(torch_modules) ^ set(tf_modules)) == [], "modules in one twin only"
+
+
+def test_twin_modules_define_the_same_functions_classes_and_methods():
+    """Each pair of twin modules defines the same public functions and classes; the functions and
+    the classes' public methods take the same parameters (names, order, defaults), Keras' ``call``
+    standing for ``forward`` and Keras-only parameters aside; the classes assign the same public
+    attributes."""
+    import importlib
+
+    problems = []
+    for module in _twin_modules()[0]:
+        a, b = (importlib.import_module(f"course_pkg.{fw}.{module}") for fw in ("torch", "tensorflow"))
+        names_a, names_b = _public(a), _public(b)
+        for name in sorted(set(names_a) ^ set(names_b)):
+            if f"{module}.{name}" not in FRAMEWORK_ONLY_NAMES:
+                problems.append(f"{module}.{name}: in one twin only")
+        for name in sorted(set(names_a) & set(names_b)):
+            where, x, y = f"{module}.{name}", names_a[name], names_b[name]
+            if isinstance(x, type) != isinstance(y, type):
+                problems.append(f"{where}: a class in one twin, a function in the other")
+            elif not isinstance(x, type):
+                if where not in DIFFERENT_SIGNATURES and _parameters(x) != _parameters(y):
+                    problems.append(f"{where}: signatures differ")
+            else:
+                allowed = FRAMEWORK_ONLY_METHODS.get(where, {})
+                methods_a, methods_b = _methods(x), _methods(y)
+                for method in sorted((set(methods_a) ^ set(methods_b)) - set(allowed)):
+                    problems.append(f"{where}.{method}: in one twin only")
+                for method in sorted(set(methods_a) & set(methods_b)):
+                    if _parameters(methods_a[method]) != _parameters(methods_b[method]):
+                        problems.append(f"{where}.{method}: signatures differ")
+        attributes_a, attributes_b = (_assigned_attributes(ROOT / "course_pkg" / fw / f"{module}.py")
+                                      for fw in ("torch", "tensorflow"))
+        for cls in sorted(set(attributes_a) & set(attributes_b) & set(names_a)):
+            for attribute in sorted(attributes_a[cls] ^ attributes_b[cls]):
+                problems.append(f"{module}.{cls}.{attribute}: assigned in one twin only")
+    assert problems == []

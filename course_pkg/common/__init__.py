@@ -4,12 +4,14 @@
 dtype names, Python numbers) into plain values and call these modules, so that the two
 implementations check, default, report and write files alike, with the very same messages.
 ``course_pkg.data`` and ``course_pkg.exercises`` use them too. Nothing here imports a framework
-(``tests/test_imports.py`` checks it); anything in the package may import these modules, and they
-import nothing of the package outside this folder but :mod:`course_pkg.interop` (the loaders of
-:mod:`~course_pkg.common.huggingface` set a built model's weights by their canonical names).
+(``tests/test_imports.py`` and ``tests/test_layout.py`` check it); anything in the package may
+import these modules, and they import nothing of the package outside this folder but
+:mod:`course_pkg.interop` (the loaders of :mod:`~course_pkg.common.huggingface` set a built
+model's weights by their canonical names).
 
 - :mod:`~course_pkg.common.checks`: argument checks and their messages, shared constants;
 - :mod:`~course_pkg.common.image_checks`: the vision models' checks (chapter 8);
+- :mod:`~course_pkg.common.rnn_checks`: the RNN encoder-decoder's checks and choices (chapters 1-2);
 - :mod:`~course_pkg.common.training`: the trainers' constants, config comparison, progress bar, fit loop;
 - :mod:`~course_pkg.common.generation`: what GPT's ``generate`` does alike in both frameworks;
 - :mod:`~course_pkg.common.search`: greedy and beam search's defaults, length penalty, state reordering;

@@ -214,6 +214,19 @@ def check_token_index(token_index, seq: Optional[int]) -> None:
                          f"(expected -{seq} <= token_index < {seq})")
 
 
+def check_default_token_index(token_index) -> None:
+    """Raise ``ValueError`` unless ``token_index`` (a constructor's default position) is an int."""
+    if isinstance(token_index, bool) or not isinstance(token_index, int):
+        raise ValueError(f"token_index must be an int, got {token_index!r}")
+
+
+def check_enc_output(cross_attention: bool, enc_output_is_none: bool) -> None:
+    """Raise ``ValueError`` when a layer with cross-attention gets no encoder output."""
+    if cross_attention and enc_output_is_none:
+        raise ValueError("enc_output is None, but this DecoderLayer has a cross-attention "
+                         "(cross_attention=True): pass the encoder output")
+
+
 def check_row_indices(shape: Shape, batch: Optional[int], is_integer: bool, dtype_name: str,
                       values=None, seq: Optional[int] = None) -> None:
     """Raise unless a per-row ``token_index`` is one int position per row, each as
@@ -431,6 +444,10 @@ def check_activation(activation) -> str:
     return activation
 
 
+# The course's LayerNorm epsilon (torch's default is 1e-5, Keras' 1e-3; BERT uses 1e-12, GPT-2 1e-5).
+LAYER_NORM_EPSILON = 1e-6
+
+
 def check_epsilon(eps) -> float:
     """Raise ``ValueError`` unless ``eps`` (a LayerNorm epsilon) is a finite float > 0."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < float(eps) < float("inf"):
@@ -443,6 +460,13 @@ def check_flag(name, value) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def check_top_p(p) -> float:
+    """Raise ``ValueError`` unless ``p`` (the nucleus of ``top_p_filter``) is a float in (0, 1]."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    return p
 
 
 def check_start(start) -> int:

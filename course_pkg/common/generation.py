@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import check_positive
+from .checks import check_positive, check_top_p
 
 
 def check_generation(shape, max_new_tokens, max_len, temperature, top_k, top_p, do_sample, fewest_real):
@@ -22,9 +22,8 @@ def check_generation(shape, max_new_tokens, max_len, temperature, top_k, top_p, 
         raise ValueError(f"temperature must be a float > 0, got {temperature!r}")
     if top_k is not None:
         check_positive(top_k=top_k)
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
-                              or not 0.0 < top_p <= 1.0):
-        raise ValueError(f"top_p must be a float in (0, 1], got {top_p!r}")
+    if top_p is not None:
+        check_top_p(top_p)
 
 
 def left_align(tokens: np.ndarray, pad: np.ndarray):

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..common.checks import check_count, check_language
-from .num2words_cache import _words_for, supported_languages
+from .num2words_cache import supported_languages, words_for
 from .tokenizer import Tokenizer
 
 
@@ -36,7 +36,7 @@ class Corpus:
                 f"test={len(self.test)})")
 
 
-def _split_sizes(total, splits):
+def split_sizes(total, splits):
     if (not isinstance(splits, (tuple, list)) or len(splits) != 3
             or not all(isinstance(s, (int, float)) and s >= 0 for s in splits)
             or abs(sum(splits) - 1.0) > 1e-6):
@@ -51,7 +51,7 @@ def _split_sizes(total, splits):
     return n_train, n_valid, n_test
 
 
-def _split(pairs, items, n_train, n_valid, src_lang, tgt_lang) -> Corpus:
+def split_corpus(pairs, items, n_train, n_valid, src_lang, tgt_lang) -> Corpus:
     """A Corpus of the first ``n_train`` pairs, the next ``n_valid`` and the rest, with their items."""
     cut = (0, n_train, n_train + n_valid, len(pairs))
     parts = [slice(cut[i], cut[i + 1]) for i in range(3)]
@@ -105,12 +105,12 @@ def make_number_corpus(src_lang="fr", tgt_lang="en", max_number=99_999, size=30_
             f"size={size} distinct numbers cannot be drawn from 0..{max_number} "
             f"({population} numbers); lower size or raise max_number"
         )
-    n_train, n_valid, _ = _split_sizes(size, splits)
+    n_train, n_valid, _ = split_sizes(size, splits)
     rng = np.random.default_rng(seed)
     numbers = [int(n) for n in rng.choice(population, size=size, replace=False)]
-    sources = _words_for(numbers, src_lang)
-    targets = _words_for(numbers, tgt_lang)
-    return _split(list(zip(sources, targets)), numbers, n_train, n_valid, src_lang, tgt_lang)
+    sources = words_for(numbers, src_lang)
+    targets = words_for(numbers, tgt_lang)
+    return split_corpus(list(zip(sources, targets)), numbers, n_train, n_valid, src_lang, tgt_lang)
 
 
 def _distinct_lists(rng, population, length, count) -> list:
@@ -207,7 +207,7 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
             f"numbers from 0..{max_number} number only {available}; lower size or raise "
             f"max_number or max_items"
         )
-    n_train, n_valid, _ = _split_sizes(size, splits)
+    n_train, n_valid, _ = split_sizes(size, splits)
     rng = np.random.default_rng(seed)
     lists = []
     for length, count in _list_counts(population, min_items, max_items, size).items():
@@ -217,7 +217,7 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
     def texts(lang):
         used = sorted({n for numbers in lists for n in numbers})
         tokenizer = Tokenizer(lang)
-        tokens = dict(zip(used, (tokenizer.tokenize(w) for w in _words_for(used, lang))))
+        tokens = dict(zip(used, (tokenizer.tokenize(w) for w in words_for(used, lang))))
         out = []
         for numbers in lists:
             pieces = tokens[numbers[0]][:]
@@ -226,7 +226,8 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
             out.append(tokenizer.detokenize(pieces))
         return out
 
-    return _split(list(zip(texts(src_lang), texts(tgt_lang))), lists, n_train, n_valid, src_lang, tgt_lang)
+    pairs = list(zip(texts(src_lang), texts(tgt_lang)))
+    return split_corpus(pairs, lists, n_train, n_valid, src_lang, tgt_lang)
 
 
 def split_pairs(pairs, splits=(0.8, 0.1, 0.1), seed=0) -> Corpus:
@@ -234,7 +235,7 @@ def split_pairs(pairs, splits=(0.8, 0.1, 0.1), seed=0) -> Corpus:
     pairs = list(pairs)
     if not pairs:
         raise ValueError("split_pairs got no pairs: the corpus is empty")
-    n_train, n_valid, _ = _split_sizes(len(pairs), splits)
+    n_train, n_valid, _ = split_sizes(len(pairs), splits)
     order = np.random.default_rng(seed).permutation(len(pairs))
     shuffled = [pairs[i] for i in order]
     return Corpus(train=shuffled[:n_train], valid=shuffled[n_train:n_train + n_valid],

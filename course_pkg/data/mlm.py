@@ -20,8 +20,8 @@ import numpy as np
 
 from ..common.checks import check_count, check_language
 from .batching import pad_batch
-from .corpora import Corpus, _split, _split_sizes
-from .num2words_cache import _words_for, supported_languages
+from .corpora import Corpus, split_corpus, split_sizes
+from .num2words_cache import supported_languages, words_for
 from .vocab import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, Vocab
 
 MASK = "<mask>"
@@ -152,10 +152,10 @@ def make_number_classification(lang="en", task="parity", max_number=99_999, size
     size = population if size is None else check_count("size", size, 1)
     if size > population:
         raise ValueError(f"size={size} distinct numbers cannot be drawn from 0..{max_number}")
-    n_train, n_valid, _ = _split_sizes(size, splits)
+    n_train, n_valid, _ = split_sizes(size, splits)
     numbers = [int(n) for n in np.random.default_rng(seed).choice(population, size=size, replace=False)]
-    pairs = [(text, _label(n, task)) for text, n in zip(_words_for(numbers, lang), numbers)]
-    return _split(pairs, numbers, n_train, n_valid, lang, None)
+    pairs = [(text, _label(n, task)) for text, n in zip(words_for(numbers, lang), numbers)]
+    return split_corpus(pairs, numbers, n_train, n_valid, lang, None)
 
 
 def _check_pairs(pairs, what="pairs"):

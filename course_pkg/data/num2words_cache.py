@@ -1,7 +1,7 @@
 """Numbers written in words: ``num2words``, sped up and cached in memory and on disk.
 
 ``number_words`` writes one number; the corpora (``corpora.py``) ask
-``_words_for`` for many at once.
+``words_for`` for many at once.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _converter(lang, largest):
     return conv
 
 
-def _words_for(numbers, lang) -> list:
+def words_for(numbers, lang) -> list:
     """``num2words`` of every number in ``lang``, cached in memory and on disk."""
     if lang not in _WORDS:
         path = _cache_file(lang)
@@ -125,4 +125,4 @@ def number_words(number, lang="fr") -> str:
     """``number`` written in words in ``lang``, e.g. ``number_words(97, "fr")`` ->
     ``'quatre-vingt-dix-sept'`` (``num2words``, cached)."""
     check_language(lang, supported_languages())
-    return _words_for([check_count("number", number, 0)], lang)[0]
+    return words_for([check_count("number", number, 0)], lang)[0]

@@ -21,10 +21,10 @@ from ..common.checks import (
     check_mask_shape,
     check_matching_depth,
 )
-from ._layers import Layer, dense
+from .base import Layer, dense
 
 
-def _weighted_values(weights, value, blocked):
+def weighted_values(weights, value, blocked):
     """``weights @ value``, where a NaN or inf stored at a key reaches only the queries that attend to it.
 
     A blocked key gets a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there,
@@ -101,7 +101,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         weights = tf.cast(weights, value.dtype)
         return tf.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
     weights = tf.cast(tf.where(blocked, 0.0, weights), value.dtype)  # exact zeros, also in full rows
-    return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
+    return weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
 _FUSED = {"enabled": True}

@@ -13,27 +13,15 @@ from ..common.checks import (
     check_dropout,
     check_epsilon,
     check_pad_id,
-    check_padding_mask_2d,
     check_positive,
     check_segment_ids,
 )
-from ._layers import Bias, Model, dense, dropout_layer, embedding, layer_norm
+from .base import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
-from .positional import LearnedPositionalEncoding, check_tokens
-
-
-def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
-    """The (batch, seq) float padding mask (1.0 = padding) given, or built from ``pad_id``, or None.
-
-    Shape:
-        tokens (batch, seq), padding_mask (batch, seq) -> (batch, seq) float32.
-    """
-    if padding_mask is None:
-        return None if pad_id is None else tf.cast(tf.equal(tokens, pad_id), tf.float32)
-    padding_mask = tf.convert_to_tensor(padding_mask)
-    check_padding_mask_2d(tuple(padding_mask.shape), tuple(tokens.shape), padding_mask.dtype == tf.bool)
-    return tf.cast(padding_mask, tf.float32)
+from .masks import padding_mask_2d
+from .positional import LearnedPositionalEncoding
+from .tokens import check_tokens, is_integer, token_ids
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -104,10 +92,10 @@ class BERT(Model):
         self.built = True
 
     def _inputs(self, tokens, segment_ids, padding_mask):
-        tokens = tf.convert_to_tensor(tokens)
+        tokens = token_ids(tokens)
         check_tokens(tokens, self.vocab_size, self.max_len)
-        segment_ids = tf.zeros_like(tokens) if segment_ids is None else tf.convert_to_tensor(segment_ids)
-        integer = segment_ids.dtype.is_integer
+        segment_ids = tf.zeros_like(tokens) if segment_ids is None else token_ids(segment_ids)
+        integer = is_integer(segment_ids)
         known = (integer and tf.executing_eagerly() and tuple(segment_ids.shape) == tuple(tokens.shape)
                  and int(tf.size(segment_ids)) > 0)
         lowest, highest = ((int(tf.reduce_min(segment_ids)), int(tf.reduce_max(segment_ids))) if known
@@ -169,9 +157,8 @@ def bert_from_huggingface(source, config=None):
 
     Returns:
         The course model (call it with ``training=False``, the default). A checkpoint without
-        pooler (``BertForMaskedLM``)
-        or without MLM head (``BertModel``) leaves those weights at their initial values;
-        the mapping is documented in :mod:`course_pkg.common.huggingface`.
+        pooler (``BertForMaskedLM``) or without MLM head (``BertModel``) leaves those weights
+        at their initial values; the mapping is documented in :mod:`course_pkg.common.huggingface`.
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

@@ -28,6 +28,7 @@ from .. import data as _data
 from ..common.checks import check_length, check_positive, check_token_range
 from ..common.search import default_max_len, length_penalty_factor, map_state
 from ..data import BOS_ID, EOS_ID, PAD_ID
+from .tokens import token_ids
 
 
 class _Graphs:
@@ -101,7 +102,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     """
     max_len = default_max_len(model, max_len)
     model = _graphs(model)
-    src = tf.convert_to_tensor(src_tokens)
+    src = token_ids(src_tokens)
     if src.shape[0] == 0:  # nothing to decode
         tokens = tf.zeros((0, 0), dtype=tf.int64)
         logits = tf.zeros((0, 0, model.target_vocab_size))
@@ -148,7 +149,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     check_positive(beam_size=beam_size)
     max_len = default_max_len(model, max_len)
     model = _graphs(model)
-    src = tf.convert_to_tensor(src_tokens)
+    src = token_ids(src_tokens)
     batch = int(src.shape[0])
     if batch == 0:  # nothing to search
         tokens = tf.zeros((0, 0), dtype=tf.int64)

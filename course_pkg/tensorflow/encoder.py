@@ -6,9 +6,16 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 
 import keras
 
-from ..common.checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
+from ..common.checks import (
+    LAYER_NORM_EPSILON,
+    check_activation,
+    check_dropout,
+    check_epsilon,
+    check_flag,
+    check_positive,
+)
 from .attention import MultiHeadAttention
+from .base import Layer, dropout_layer, layer_norm
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 

@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 from ..common.checks import check_activation, check_dropout, check_positive
-from ._layers import Layer, dense, dropout_layer
+from .base import Layer, dense, dropout_layer
 
 
 def gelu(x):

@@ -18,13 +18,14 @@ from ..common.checks import (
     check_flag,
     check_pad_id,
     check_positive,
+    check_top_p,
 )
 from ..common.generation import check_generation, left_align, sample_next
-from ._layers import Model, dense, dropout_layer, embedding, layer_norm
-from .bert import padding_mask_2d
+from .base import Model, dense, dropout_layer, embedding, layer_norm
 from .decoder import DecoderLayer
-from .masks import create_look_ahead_mask
-from .positional import LearnedPositionalEncoding, check_tokens
+from .masks import create_look_ahead_mask, padding_mask_2d
+from .positional import LearnedPositionalEncoding
+from .tokens import check_tokens, token_ids
 
 
 def top_k_filter(logits, k):
@@ -49,8 +50,7 @@ def top_p_filter(logits, p):
     Shape:
         (..., vocab) -> (..., vocab).
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    check_top_p(p)
     logits = tf.convert_to_tensor(logits)
     batch_dims = logits.shape.rank - 1
     order = tf.argsort(logits, axis=-1, direction="DESCENDING", stable=True)  # (..., vocab)
@@ -140,7 +140,7 @@ class GPT(Model):
         return self.embedding_dropout(x, training=training)
 
     def _as_inputs(self, tokens, padding_mask):
-        tokens = tf.convert_to_tensor(tokens)
+        tokens = token_ids(tokens)
         check_tokens(tokens, self.vocab_size, self.max_len)
         pad = padding_mask_2d(tokens, padding_mask, self.pad_id)
         return tokens, tf.zeros(tf.shape(tokens), tf.float32) if pad is None else pad
@@ -185,12 +185,12 @@ class GPT(Model):
         all_pad = tf.concat([state["pad"], pad], axis=1)  # (batch, past + new)
         look_ahead = create_look_ahead_mask(past + new)[past:]  # (new, past + new)
         mask = tf.maximum(look_ahead, all_pad[:, tf.newaxis, tf.newaxis, :])  # (batch, 1, new, past + new)
-        layers_ = []
+        caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)
-            layers_.append(cache)
+            caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": layers_, "pad": all_pad,
+        return logits, {"layers": caches, "pad": all_pad,
                         "count": state["count"] + tf.reduce_sum(1.0 - pad, axis=1)}
 
     def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,

@@ -7,8 +7,16 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 import keras
 import tensorflow as tf
 
-from ..common.checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
-from ._layers import Layer, dense, dropout_layer
+from ..common.checks import (
+    check_default_token_index,
+    check_dropout,
+    check_positive,
+    check_row_indices,
+    check_states,
+    check_token_index,
+)
+from .base import Layer, dense, dropout_layer
+from .tokens import is_integer
 
 
 def select_token(x, token_index):
@@ -31,7 +39,7 @@ def select_token(x, token_index):
     index = tf.convert_to_tensor(token_index)  # (batch,)
     shape = (None,) if index.shape.rank is None else tuple(index.shape)  # unknown rank: in a tf.function
     values = index.numpy().tolist() if tf.executing_eagerly() and len(shape) == 1 else None
-    check_row_indices(shape, x.shape[0], index.dtype.is_integer, index.dtype.name, values, x.shape[1])
+    check_row_indices(shape, x.shape[0], is_integer(index), index.dtype.name, values, x.shape[1])
     index = tf.cast(index, tf.int32)
     if index.shape.rank is None:  # checked when it runs; (batch,) for the layers after
         index = tf.ensure_shape(index, (x.shape[0],))
@@ -71,8 +79,7 @@ class ClassificationHead(Layer):
         super().__init__(**kwargs)
         check_positive(d_model=d_model, num_classes=num_classes)
         check_dropout(dropout)
-        if isinstance(token_index, bool) or not isinstance(token_index, int):
-            raise ValueError(f"token_index must be an int, got {token_index!r}")
+        check_default_token_index(token_index)
         self.d_model, self.num_classes, self.dropout = d_model, num_classes, dropout
         self.token_index = token_index
         self.state_dropout = dropout_layer(dropout, dtype=self.dtype_policy)

@@ -26,12 +26,8 @@ frameworks' own masks.
 
 import tensorflow as tf
 
-from ..common.checks import check_token_rank
-
-
-def _check_rank(tokens):
-    if tokens.shape.rank is not None:  # unknown only inside a tf.function without a signature
-        check_token_rank(tokens.shape)
+from ..common.checks import check_padding_mask_2d
+from .tokens import check_rank, token_ids
 
 
 def create_padding_mask(tokens, pad_id=0):
@@ -50,8 +46,8 @@ def create_padding_mask(tokens, pad_id=0):
     Shape:
         (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
     """
-    tokens = tf.convert_to_tensor(tokens)
-    _check_rank(tokens)
+    tokens = token_ids(tokens)
+    check_rank(tokens)
     mask = tf.cast(tf.equal(tokens, tf.cast(pad_id, tokens.dtype)), tf.float32)
     return mask[:, tf.newaxis, tf.newaxis, :]  # (batch, 1, 1, seq)
 
@@ -75,10 +71,24 @@ def create_combined_mask(tokens, pad_id=0):
     Shape:
         (batch, seq) -> (batch, 1, seq, seq) float32.
     """
-    tokens = tf.convert_to_tensor(tokens)
-    _check_rank(tokens)
+    tokens = token_ids(tokens)
+    check_rank(tokens)
     look_ahead = create_look_ahead_mask(tf.shape(tokens)[1])  # (seq, seq)
     return tf.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
+    """The (batch, seq) float padding mask (1.0 = padding) given, or built from ``pad_id``, or None.
+
+    Shape:
+        tokens (batch, seq), padding_mask (batch, seq) -> (batch, seq) float32.
+    """
+    if padding_mask is None:
+        return None if pad_id is None else tf.cast(tf.equal(tokens, pad_id), tf.float32)
+    padding_mask = tf.convert_to_tensor(padding_mask)
+    check_padding_mask_2d(tuple(padding_mask.shape), tuple(tokens.shape), padding_mask.dtype == tf.bool)
+    return tf.cast(padding_mask, tf.float32)
+
 
 
 def to_attend_mask(mask):

@@ -15,11 +15,10 @@ from ..common.checks import (
     check_positive,
     check_start,
     check_table_size,
-    check_token_dtype,
-    check_token_range,
     check_token_rank,
 )
-from ._layers import Layer, embedding, is_integer
+from .base import Layer, embedding
+from .tokens import check_tokens, token_ids
 
 
 def positional_encoding(length, d_model):
@@ -43,22 +42,6 @@ def positional_encoding(length, d_model):
     even = tf.range(d_model) % 2 == 0  # (d_model,)
     return tf.cast(tf.where(even, tf.sin(angles), tf.cos(angles)), tf.float32)
 
-
-def check_tokens(tokens, vocab_size, max_len, start=0):
-    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
-
-    Valid: an integer tensor of shape (batch, seq) with
-    ``start + seq <= max_len`` and every id in ``[0, vocab_size)``.
-    Inside a ``tf.function`` only the static checks run.
-    """
-    check_token_dtype(is_integer(tokens), tokens.dtype.name)
-    check_token_rank(tokens.shape)
-    length = tokens.shape[1]
-    if not isinstance(start, int):  # a tensor: known when eager, not inside a tf.function
-        start = int(start) if tf.executing_eagerly() else None
-    check_length(None if length is None or start is None else start + length, max_len)
-    if tf.executing_eagerly() and tf.size(tokens) > 0:
-        check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -89,7 +72,7 @@ class PositionalEmbedding(Layer):
         self.built = True
 
     def call(self, tokens, start=0, training=None):
-        tokens = tf.convert_to_tensor(tokens)
+        tokens = token_ids(tokens)
         check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tf.shape(tokens)[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)

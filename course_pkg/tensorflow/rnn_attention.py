@@ -22,10 +22,9 @@ from ..common.checks import (
     check_mask_shape,
     check_positive,
 )
-from ._layers import Layer
-from .attention import _weighted_values
-
-LUONG_SCORES = ("dot", "general")
+from ..common.rnn_checks import LUONG_SCORES, check_luong_widths
+from .attention import weighted_values
+from .base import Layer
 
 
 def _projection(in_features, out_features, name=None, dtype=None):
@@ -63,7 +62,7 @@ def _context(weights, keys, mask=None):
     """
     if mask is None:
         return tf.matmul(weights, keys)
-    return _weighted_values(weights, keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
+    return weighted_values(weights, keys, tf.not_equal(tf.convert_to_tensor(mask), 0))
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -149,11 +148,7 @@ class LuongAttention(Layer):
         check_choice("score", score, LUONG_SCORES)
         key_dim = units if key_dim is None else key_dim
         check_positive(units=units, key_dim=key_dim)
-        if score == "dot" and key_dim != units:
-            raise ValueError(
-                f'score="dot" needs keys as wide as the queries: key_dim={key_dim} != '
-                f'units={units}; use score="general" to compare different widths'
-            )
+        check_luong_widths(score, key_dim, units)
         self.units, self.score, self.key_dim = units, score, key_dim
         if score == "general":
             self.w = _projection(key_dim, units, "w", self.dtype_policy)

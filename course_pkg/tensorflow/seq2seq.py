@@ -34,16 +34,13 @@ from ..common.checks import (
     check_pad_id,
     check_positive,
     check_state,
-    check_token_dtype,
-    check_token_range,
-    check_token_rank,
     unpack_pair,
 )
-from ._layers import Layer, Model, dense, embedding, is_integer
+from ..common.rnn_checks import ATTENTION_TYPES, check_attention_requested, check_some_positions
+from .base import Layer, Model, dense, embedding
 from .masks import create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention
-
-ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
+from .tokens import check_token_ids, check_tokens, token_ids
 
 
 # ------------------------------------------------------------------------ leaf layers
@@ -78,20 +75,16 @@ def _check_tokens(tokens, vocab_size):
 
     Inside a ``tf.function`` only the static checks run.
     """
-    check_token_dtype(is_integer(tokens), tokens.dtype.name)
-    check_token_rank(tokens.shape)
-    if tokens.shape[1] == 0:
-        raise ValueError("token ids must hold at least one position, got length 0")
-    if tf.executing_eagerly() and tf.size(tokens) > 0:
-        check_token_range(int(tf.reduce_min(tokens)), int(tf.reduce_max(tokens)), vocab_size)
+    tokens = token_ids(tokens)
+    check_tokens(tokens, vocab_size)
+    check_some_positions(tokens.shape[1])
     return tokens
 
 
 def _check_pair(src_tokens, tgt_tokens):
     """Raise unless source and target are integer ``(batch, length)`` ids of one batch size."""
     for tokens in (src_tokens, tgt_tokens):
-        check_token_dtype(is_integer(tokens), tokens.dtype.name)
-        check_token_rank(tokens.shape)
+        check_token_ids(tokens)
     check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
 
 
@@ -129,7 +122,6 @@ class Seq2SeqEncoder(Layer):
         self.built = True
 
     def call(self, tokens, training=None):
-        tokens = tf.convert_to_tensor(tokens)
         tokens = _check_tokens(tokens, self.vocab_size)
         x = self.embedding(tokens)  # (batch, src_len, embedding_dim)
         outputs, _ = self.rnn(x, training=training)  # (batch, src_len, units)
@@ -181,7 +173,7 @@ class Seq2SeqDecoder(Layer):
         self.built = True
 
     def call(self, tokens, state, context=None, training=None):
-        tokens, state = tf.convert_to_tensor(tokens), tf.convert_to_tensor(state)
+        state = tf.convert_to_tensor(state)
         tokens = _check_tokens(tokens, self.vocab_size)
         context = state if context is None else tf.convert_to_tensor(context)
         check_state(state.shape, self.units, "state")
@@ -253,7 +245,6 @@ class AttentionDecoder(Layer):
         self.built = True
 
     def call(self, tokens, enc_output, state, padding_mask=None, return_attention=False, training=None):
-        tokens = tf.convert_to_tensor(tokens)
         enc_output = tf.cast(enc_output, self.compute_dtype)
         state = tf.cast(state, self.compute_dtype)
         tokens = _check_tokens(tokens, self.vocab_size)
@@ -335,10 +326,8 @@ class Seq2Seq(Model):
     def call(self, src_tokens, tgt_tokens=None, return_attention=False, training=None):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens, "Seq2Seq")
-        if return_attention and self.attention_type is None:
-            raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
-                             "was built with attention=None")
-        src_tokens, tgt_tokens = tf.convert_to_tensor(src_tokens), tf.convert_to_tensor(tgt_tokens)
+        check_attention_requested(return_attention, self.attention_type)
+        src_tokens, tgt_tokens = token_ids(src_tokens), token_ids(tgt_tokens)
         _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens,
                                          training=training)  # (batch, src_len, units), (batch, units)
@@ -359,7 +348,7 @@ class Seq2Seq(Model):
         mask (with attention). This and :meth:`decode_step` are what
         ``greedy_decode`` and ``beam_search`` need.
         """
-        src_tokens = tf.convert_to_tensor(src_tokens)
+        src_tokens = token_ids(src_tokens)
         enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
         if self.attention_type is None:
             return {"state": state, "context": state}
@@ -375,7 +364,7 @@ class Seq2Seq(Model):
         Shape:
             tgt_tokens (batch, new) int -> logits (batch, new, target_vocab_size), state.
         """
-        tgt_tokens = tf.convert_to_tensor(tgt_tokens)
+        tgt_tokens = token_ids(tgt_tokens)
         if self.attention_type is None:
             logits, new_state = self.decoder(tgt_tokens, state["state"], state["context"])
         else:

@@ -48,9 +48,9 @@ from ..common.training import (
     fit_loop,
     plain,
 )
-from ._layers import is_integer
 from .losses import _masked_sums, masked_accuracy, masked_loss
 from .schedule import make_optimizer
+from .tokens import is_integer
 
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
 _POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # precision: policy

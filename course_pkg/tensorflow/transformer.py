@@ -10,11 +10,12 @@ target positions after the ``past`` ones already decoded.
 import keras
 import tensorflow as tf
 
-from ..common.checks import check_batch, check_pad_id, check_token_dtype, check_token_rank, unpack_pair
-from ._layers import Model, dense, is_integer
+from ..common.checks import check_batch, check_pad_id, unpack_pair
+from .base import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
+from .tokens import check_token_ids, token_ids
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -93,10 +94,8 @@ class Transformer(Model):
     def _as_tokens(self, tokens):
         """Token ids as a ``(batch, length)`` tensor on the model's device (lists and arrays
         welcome, in any integer dtype)."""
-        tokens = tf.convert_to_tensor(tokens)
-        check_token_dtype(is_integer(tokens), tokens.dtype.name)
-        if tokens.shape.rank is not None:  # unknown only inside a tf.function without a signature
-            check_token_rank(tokens.shape)
+        tokens = token_ids(tokens)
+        check_token_ids(tokens)
         return tokens
 
     def encode(self, src_tokens, training=None):

@@ -22,10 +22,10 @@ from ..common.checks import (
     check_mask_shape,
     check_matching_depth,
 )
-from ._layers import Layer, dense
+from .base import Layer, dense
 
 
-def _weighted_values(weights, value, blocked):
+def weighted_values(weights, value, blocked):
     """``weights @ value``, where a NaN or inf stored at a key reaches only the queries that attend to it.
 
     A blocked key gets a weight of exactly 0, but 0 * NaN is NaN: a NaN (or inf) stored there,
@@ -46,7 +46,7 @@ def _weighted_values(weights, value, blocked):
                        out)
 
 
-def _check_input_dtypes(layer, **inputs):
+def check_input_dtypes(layer, **inputs):
     """Raise ``TypeError`` unless every input has the dtype of the layer's weights (or, for a
     layer without weights, that of the first input). Skipped under ``torch.autocast``, which
     casts the inputs of each operation itself.
@@ -126,7 +126,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         weights = weights.to(value.dtype)
         return torch.matmul(weights, value), weights  # (..., Tq, dv), (..., Tq, Tk)
     weights = weights.masked_fill(blocked, 0.0).to(value.dtype)  # exact zeros, also in full rows
-    return _weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
+    return weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
 _FUSED = {"enabled": True}
@@ -189,7 +189,7 @@ def fused_attention(query, key, value, mask=None):
     # One float32 sum asks whether any value is NaN or inf (a sum that overflows to inf only
     # takes the guarded path, which is exact for finite values too).
     all_finite = ask and bool(torch.isfinite(value.detach().sum(dtype=torch.float32)))
-    if not all_finite:  # a blocked key's NaN would reach every query (0 * NaN); read it as 0
+    if not all_finite:  # a blocked key's NaN would reach every query: read as 0
         bad_key = (~torch.isfinite(value.detach())).any(dim=-1)  # (..., Tk): a NaN or inf in the value
         value = torch.where(bad_key[..., None], torch.zeros((), dtype=value.dtype, device=value.device),
                             value)
@@ -258,7 +258,7 @@ class MultiHeadAttention(Layer):
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
-        _check_input_dtypes(self, query=query, key=key, value=value)
+        check_input_dtypes(self, query=query, key=key, value=value)
         k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
         return self.attend(query, k, v, mask, need_weights=need_weights)
 
@@ -270,7 +270,7 @@ class MultiHeadAttention(Layer):
         """
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
-        _check_input_dtypes(self, key=key, value=value)
+        check_input_dtypes(self, key=key, value=value)
         return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
 
     def attend(self, query, k, v, mask=None, need_weights=True):
@@ -284,7 +284,7 @@ class MultiHeadAttention(Layer):
             output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
         """
         check_features(query.shape, self.d_model, "query")
-        _check_input_dtypes(self, query=query)
+        check_input_dtypes(self, query=query)
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
         if need_weights or not _FUSED["enabled"]:
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)

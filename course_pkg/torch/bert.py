@@ -13,28 +13,15 @@ from ..common.checks import (
     check_dropout,
     check_epsilon,
     check_pad_id,
-    check_padding_mask_2d,
     check_positive,
     check_segment_ids,
 )
-from ._layers import Bias, Model, dense, dropout_layer, embedding, is_integer, layer_norm
+from .base import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
-from .masks import _token_ids
-from .positional import LearnedPositionalEncoding, check_tokens
-
-
-def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
-    """The (batch, seq) float padding mask (1.0 = padding) given, or built from ``pad_id``, or None.
-
-    Shape:
-        tokens (batch, seq), padding_mask (batch, seq) -> (batch, seq) float32.
-    """
-    if padding_mask is None:
-        return None if pad_id is None else (tokens == pad_id).float()
-    padding_mask = torch.as_tensor(padding_mask, device=tokens.device)
-    check_padding_mask_2d(tuple(padding_mask.shape), tuple(tokens.shape), padding_mask.dtype == torch.bool)
-    return padding_mask.float()
+from .masks import padding_mask_2d
+from .positional import LearnedPositionalEncoding
+from .tokens import check_tokens, is_integer, token_ids
 
 
 class BERT(Model):
@@ -100,11 +87,11 @@ class BERT(Model):
         self.mlm_bias = Bias(vocab_size)
 
     def _inputs(self, tokens, segment_ids, padding_mask):
-        tokens = _token_ids(tokens).to(self.token_embedding.weight.device)
+        tokens = token_ids(tokens).to(self.token_embedding.weight.device)
         check_tokens(tokens, self.vocab_size, self.max_len)
         if segment_ids is None:
             segment_ids = torch.zeros_like(tokens)
-        segment_ids = _token_ids(segment_ids).to(tokens.device)
+        segment_ids = token_ids(segment_ids).to(tokens.device)
         integer, dtype = is_integer(segment_ids), str(segment_ids.dtype).replace("torch.", "")
         known = integer and segment_ids.numel() and tuple(segment_ids.shape) == tuple(tokens.shape)
         lowest, highest = (int(segment_ids.min()), int(segment_ids.max())) if known else (None, None)

@@ -9,9 +9,17 @@ features each. Step-by-step decoding feeds ``new`` target positions after the
 import torch
 from torch import nn
 
-from ..common.checks import check_activation, check_dropout, check_epsilon, check_flag, check_positive
-from ._layers import LAYER_NORM_EPSILON, Layer, dropout_layer, layer_norm
+from ..common.checks import (
+    LAYER_NORM_EPSILON,
+    check_activation,
+    check_dropout,
+    check_enc_output,
+    check_epsilon,
+    check_flag,
+    check_positive,
+)
 from .attention import MultiHeadAttention
+from .base import Layer, dropout_layer, layer_norm
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
@@ -79,9 +87,7 @@ class DecoderLayer(Layer):
         self.dropout3 = dropout_layer(dropout)
 
     def _check_enc_output(self, enc_output):
-        if self.cross_attention and enc_output is None:
-            raise ValueError("enc_output is None, but this DecoderLayer has a cross-attention "
-                             "(cross_attention=True): pass the encoder output")
+        check_enc_output(self.cross_attention, enc_output is None)
 
     def forward(self, x, enc_output=None, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):

@@ -24,6 +24,7 @@ from .. import data as _data
 from ..common.checks import check_positive
 from ..common.search import default_max_len, length_penalty_factor, map_state
 from ..data import BOS_ID, EOS_ID, PAD_ID
+from .tokens import token_ids
 
 
 def reorder_state(state, index):
@@ -31,7 +32,7 @@ def reorder_state(state, index):
     return map_state(lambda tensor: tensor.index_select(0, index), state)
 
 
-class _inference:
+class eval_mode:
     """Eval mode and no autograd for the duration of decoding; mode restored after."""
 
     def __init__(self, model):
@@ -79,7 +80,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         logits (batch, steps, vocab), steps <= max_len.
     """
     max_len = default_max_len(model, max_len)
-    src = torch.as_tensor(src_tokens, device=_device_of(model))  # where the model's weights live
+    src = token_ids(src_tokens).to(_device_of(model))  # where the model's weights live
     batch = src.shape[0]
     if batch == 0:  # nothing to decode
         tokens = torch.zeros((0, 0), dtype=torch.int64, device=src.device)
@@ -88,7 +89,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
     tokens = torch.full((batch, 1), bos_id, dtype=torch.int64, device=src.device)  # (batch, 1)
     done = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (batch,)
     all_logits = []
-    with _inference(model):
+    with eval_mode(model):
         state = model.start_decoding(src) if use_cache else None
         for _ in range(max_len):
             if use_cache:
@@ -126,7 +127,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     """
     check_positive(beam_size=beam_size)
     max_len = default_max_len(model, max_len)
-    src = torch.as_tensor(src_tokens, device=_device_of(model))  # where the model's weights live
+    src = token_ids(src_tokens).to(_device_of(model))  # where the model's weights live
     batch, device = src.shape[0], src.device
     if batch == 0:  # nothing to search
         tokens = torch.zeros((0, 0), dtype=torch.int64, device=device)
@@ -137,7 +138,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     scores = torch.full((batch, beam_size), float("-inf"), device=device)
     scores[:, 0] = 0.0  # start from one live beam per source
     done = torch.zeros(rows, dtype=torch.bool, device=device)  # (rows,)
-    with _inference(model):
+    with eval_mode(model):
         state = model.start_decoding(src.repeat_interleave(beam_size, dim=0))
         for _ in range(max_len):
             logits, state = model.decode_step(tokens[:, -1:], state)  # (rows, 1, vocab)

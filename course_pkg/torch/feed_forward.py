@@ -7,7 +7,7 @@ out, ``dff`` hidden features.
 import torch
 
 from ..common.checks import check_activation, check_dropout, check_positive
-from ._layers import Layer, dense, dropout_layer
+from .base import Layer, dense, dropout_layer
 
 
 def gelu(x):

@@ -18,14 +18,15 @@ from ..common.checks import (
     check_flag,
     check_pad_id,
     check_positive,
+    check_top_p,
 )
 from ..common.generation import check_generation, left_align, sample_next
-from ._layers import Model, dense, dropout_layer, embedding, layer_norm
-from .bert import padding_mask_2d
+from .base import Model, dense, dropout_layer, embedding, layer_norm
 from .decoder import DecoderLayer
-from .decoding import _inference
-from .masks import _token_ids, create_look_ahead_mask
-from .positional import LearnedPositionalEncoding, check_tokens
+from .decoding import eval_mode
+from .masks import create_look_ahead_mask, padding_mask_2d
+from .positional import LearnedPositionalEncoding
+from .tokens import check_tokens, token_ids
 
 
 def top_k_filter(logits, k):
@@ -49,8 +50,7 @@ def top_p_filter(logits, p):
     Shape:
         (..., vocab) -> (..., vocab).
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    check_top_p(p)
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., vocab)
     probs = torch.softmax(sorted_logits.float(), dim=-1)
     before = torch.cumsum(probs, dim=-1) - probs  # mass ranked above each token
@@ -129,7 +129,7 @@ class GPT(Model):
         return self.embedding_dropout(x)
 
     def _as_inputs(self, tokens, padding_mask):
-        tokens = _token_ids(tokens).to(self.token_embedding.weight.device)
+        tokens = token_ids(tokens).to(self.token_embedding.weight.device)
         check_tokens(tokens, self.vocab_size, self.max_len)
         pad = padding_mask_2d(tokens, padding_mask, self.pad_id)
         return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
@@ -175,12 +175,12 @@ class GPT(Model):
         all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
         look_ahead = create_look_ahead_mask(past + new)[past:].to(x.device)  # (new, past + new)
         mask = torch.maximum(look_ahead, all_pad[:, None, None, :])  # (batch, 1, new, past + new)
-        layers = []
+        caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)
-            layers.append(cache)
+            caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": layers, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
+        return logits, {"layers": caches, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
 
     def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
                  do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
@@ -217,7 +217,7 @@ class GPT(Model):
         pad = pad.float()
         rng = np.random.default_rng(seed)
         done = np.zeros(tokens.shape[0], dtype=bool)
-        with _inference(self):
+        with eval_mode(self):
             if use_cache:
                 logits, state = self.decode_step(tokens, self.init_cache(tokens.shape[0]), pad)
             for step in range(max_new_tokens):

@@ -6,8 +6,16 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 
 import torch
 
-from ..common.checks import check_dropout, check_positive, check_row_indices, check_states, check_token_index
-from ._layers import Layer, dense, dropout_layer, is_integer
+from ..common.checks import (
+    check_default_token_index,
+    check_dropout,
+    check_positive,
+    check_row_indices,
+    check_states,
+    check_token_index,
+)
+from .base import Layer, dense, dropout_layer
+from .tokens import is_integer
 
 
 def _dtype_name(tensor):
@@ -69,8 +77,7 @@ class ClassificationHead(Layer):
         super().__init__()
         check_positive(d_model=d_model, num_classes=num_classes)
         check_dropout(dropout)
-        if isinstance(token_index, bool) or not isinstance(token_index, int):
-            raise ValueError(f"token_index must be an int, got {token_index!r}")
+        check_default_token_index(token_index)
         self.d_model, self.num_classes, self.dropout = d_model, num_classes, dropout
         self.token_index = token_index
         self.state_dropout = dropout_layer(dropout)

@@ -12,7 +12,7 @@ over ``vocab`` target tokens.
 import torch
 
 from ..common.checks import check_label_range, check_label_smoothing, check_loss_shapes
-from ._layers import is_integer
+from .tokens import is_integer
 
 
 def _check_labels(labels, logits, pad_id=None):

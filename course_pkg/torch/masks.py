@@ -1,9 +1,9 @@
-"""Attention masks in the course's convention, and converters to PyTorch's.
+"""Attention masks in the course's convention, and converters to the frameworks'.
 
 The course mask is a float tensor with **1.0 = blocked** and **0.0 = may
-attend**; :func:`~course_pkg.torch.scaled_dot_product_attention` gives blocked
-positions a weight of exactly zero. PyTorch's own layers spell masks
-differently:
+attend**; :func:`~course_pkg.torch.scaled_dot_product_attention` gives
+blocked positions a weight of exactly zero. The frameworks' own layers spell
+masks differently:
 
 =====================================  ===============================
 layer                                  boolean mask means
@@ -26,21 +26,8 @@ frameworks' own masks.
 
 import torch
 
-from ..common.checks import check_token_rank
-from ._layers import is_integer
-
-
-def _token_ids(tokens):
-    """Token ids as a tensor; narrow or unsigned integers (uint8, int16, uint32, ...) become int64.
-
-    ``nn.Embedding`` takes only int32 and int64 ids, and PyTorch implements few operations for
-    uint16/32/64, so the course widens them (as Keras' ``Embedding`` casts them); other dtypes are
-    kept, for the checks to name.
-    """
-    tokens = torch.as_tensor(tokens)
-    if is_integer(tokens) and tokens.dtype not in (torch.int32, torch.int64):
-        tokens = tokens.to(torch.int64)
-    return tokens
+from ..common.checks import check_padding_mask_2d
+from .tokens import check_rank, token_ids
 
 
 def create_padding_mask(tokens, pad_id=0):
@@ -59,8 +46,8 @@ def create_padding_mask(tokens, pad_id=0):
     Shape:
         (batch, seq) -> (batch, 1, 1, seq): broadcasts over heads and queries.
     """
-    tokens = _token_ids(tokens)
-    check_token_rank(tokens.shape)
+    tokens = token_ids(tokens)
+    check_rank(tokens)
     return (tokens == pad_id).to(torch.float32)[:, None, None, :]  # (batch, 1, 1, seq)
 
 
@@ -82,10 +69,24 @@ def create_combined_mask(tokens, pad_id=0):
     Shape:
         (batch, seq) -> (batch, 1, seq, seq) float32.
     """
-    tokens = _token_ids(tokens)
-    check_token_rank(tokens.shape)
+    tokens = token_ids(tokens)
+    check_rank(tokens)
     look_ahead = create_look_ahead_mask(tokens.shape[1]).to(tokens.device)  # (seq, seq)
     return torch.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
+    """The (batch, seq) float padding mask (1.0 = padding) given, or built from ``pad_id``, or None.
+
+    Shape:
+        tokens (batch, seq), padding_mask (batch, seq) -> (batch, seq) float32.
+    """
+    if padding_mask is None:
+        return None if pad_id is None else (tokens == pad_id).float()
+    padding_mask = torch.as_tensor(padding_mask, device=tokens.device)
+    check_padding_mask_2d(tuple(padding_mask.shape), tuple(tokens.shape), padding_mask.dtype == torch.bool)
+    return padding_mask.float()
+
 
 
 def to_attend_mask(mask):

@@ -14,12 +14,10 @@ from ..common.checks import (
     check_positive,
     check_start,
     check_table_size,
-    check_token_dtype,
-    check_token_range,
     check_token_rank,
 )
-from ._layers import Layer, embedding, is_integer
-from .masks import _token_ids
+from .base import Layer, embedding
+from .tokens import check_tokens, token_ids
 
 
 def positional_encoding(length, d_model):
@@ -42,19 +40,6 @@ def positional_encoding(length, d_model):
     even = torch.arange(d_model) % 2 == 0  # (d_model,)
     return torch.where(even, torch.sin(angles), torch.cos(angles)).to(torch.float32)
 
-
-def check_tokens(tokens, vocab_size, max_len, start=0):
-    """Raise ``TypeError``/``ValueError`` unless ``tokens`` are valid ids.
-
-    Valid: an integer tensor of shape (batch, seq) with
-    ``start + seq <= max_len`` and every id in ``[0, vocab_size)``.
-    """
-    check_token_dtype(is_integer(tokens), str(tokens.dtype))
-    check_token_rank(tokens.shape)
-    length = tokens.shape[1]
-    check_length(None if length is None else start + length, max_len)
-    if tokens.numel():
-        check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
 
 
 class PositionalEmbedding(Layer):
@@ -83,7 +68,7 @@ class PositionalEmbedding(Layer):
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens, start=0):
-        tokens = _token_ids(tokens).to(self.token_embedding.weight.device)  # uint8, int16, ... as int64
+        tokens = token_ids(tokens).to(self.token_embedding.weight.device)  # uint8, int16, ... as int64
         check_tokens(tokens, self.vocab_size, self.max_len, start)
         seq = tokens.shape[1]
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)

@@ -21,10 +21,9 @@ from ..common.checks import (
     check_mask_shape,
     check_positive,
 )
-from ._layers import Layer
-from .attention import _check_input_dtypes, _weighted_values
-
-LUONG_SCORES = ("dot", "general")
+from ..common.rnn_checks import LUONG_SCORES, check_luong_widths
+from .attention import check_input_dtypes, weighted_values
+from .base import Layer
 
 
 def _projection(in_features, out_features):
@@ -62,7 +61,7 @@ def _context(weights, keys, mask=None):
     """
     if mask is None:
         return torch.matmul(weights, keys)
-    return _weighted_values(weights, keys, torch.as_tensor(mask, device=keys.device) != 0)
+    return weighted_values(weights, keys, torch.as_tensor(mask, device=keys.device) != 0)
 
 
 class BahdanauAttention(Layer):
@@ -106,7 +105,7 @@ class BahdanauAttention(Layer):
         check_features(query.shape, self.query_dim, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
-        _check_input_dtypes(self, query=query, keys=keys)
+        check_input_dtypes(self, query=query, keys=keys)
         q = self.w1(query)[:, :, None, :]  # (batch, Tq, 1, units)
         k = self.w2(keys)[:, None, :, :]  # (batch, 1, Tk, units)
         scores = self.v(torch.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
@@ -146,11 +145,7 @@ class LuongAttention(Layer):
         check_choice("score", score, LUONG_SCORES)
         key_dim = units if key_dim is None else key_dim
         check_positive(units=units, key_dim=key_dim)
-        if score == "dot" and key_dim != units:
-            raise ValueError(
-                f'score="dot" needs keys as wide as the queries: key_dim={key_dim} != '
-                f'units={units}; use score="general" to compare different widths'
-            )
+        check_luong_widths(score, key_dim, units)
         self.units, self.score, self.key_dim = units, score, key_dim
         if score == "general":
             self.w = _projection(key_dim, units)
@@ -159,7 +154,7 @@ class LuongAttention(Layer):
         check_features(query.shape, self.units, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
-        _check_input_dtypes(self, query=query, keys=keys)
+        check_input_dtypes(self, query=query, keys=keys)
         k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
         scores = torch.matmul(query, k.transpose(1, 2))  # (batch, Tq, Tk)
         weights = _masked_softmax(scores, mask).to(keys.dtype)  # (batch, Tq, Tk)

@@ -33,16 +33,13 @@ from ..common.checks import (
     check_pad_id,
     check_positive,
     check_state,
-    check_token_dtype,
-    check_token_range,
-    check_token_rank,
     unpack_pair,
 )
-from ._layers import Layer, Model, dense, embedding, is_integer
-from .masks import _token_ids, create_padding_mask
+from ..common.rnn_checks import ATTENTION_TYPES, check_attention_requested, check_some_positions
+from .base import Layer, Model, dense, embedding
+from .masks import create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention
-
-ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
+from .tokens import check_token_ids, check_tokens, token_ids
 
 
 # ------------------------------------------------------------------------ leaf layers
@@ -80,21 +77,16 @@ def _gru_cell(input_size, units):
 def _check_tokens(tokens, vocab_size, device):
     """``tokens`` as a tensor on ``device`` (narrow and unsigned integers as int64); raise
     ``TypeError``/``ValueError`` unless they are ``(batch, seq)`` ids, ``seq >= 1``."""
-    tokens = _token_ids(tokens)
-    check_token_dtype(is_integer(tokens), str(tokens.dtype))
-    check_token_rank(tokens.shape)
-    if tokens.shape[1] == 0:
-        raise ValueError("token ids must hold at least one position, got length 0")
-    if tokens.numel():
-        check_token_range(int(tokens.min()), int(tokens.max()), vocab_size)
+    tokens = token_ids(tokens)
+    check_tokens(tokens, vocab_size)
+    check_some_positions(tokens.shape[1])
     return tokens.to(device)
 
 
 def _check_pair(src_tokens, tgt_tokens):
     """Raise unless source and target are integer ``(batch, length)`` ids of one batch size."""
     for tokens in (src_tokens, tgt_tokens):
-        check_token_dtype(is_integer(tokens), str(tokens.dtype))
-        check_token_rank(tokens.shape)
+        check_token_ids(tokens)
     check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
 
 
@@ -313,9 +305,7 @@ class Seq2Seq(Model):
     def forward(self, src_tokens, tgt_tokens=None, return_attention=False):
         if tgt_tokens is None:
             src_tokens, tgt_tokens = unpack_pair(src_tokens, "Seq2Seq")
-        if return_attention and self.attention_type is None:
-            raise ValueError("return_attention=True needs attention weights, but this Seq2Seq "
-                             "was built with attention=None")
+        check_attention_requested(return_attention, self.attention_type)
         src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         _check_pair(src_tokens, tgt_tokens)
         enc_output, state = self.encoder(src_tokens)  # (batch, src_len, units), (batch, units)
@@ -329,7 +319,7 @@ class Seq2Seq(Model):
 
     def _as_tokens(self, tokens):
         """Token ids as a tensor on the model's device (lists and arrays welcome)."""
-        return _token_ids(tokens).to(self.encoder.embedding.weight.device)
+        return token_ids(tokens).to(self.encoder.embedding.weight.device)
 
     def start_decoding(self, src_tokens):
         """Encode the source; return the state that :meth:`decode_step` grows.

@@ -41,10 +41,10 @@ from ..common.training import (
     fit_loop,
     plain,
 )
-from ._layers import is_integer
 from .losses import _masked_sums, masked_accuracy, masked_loss
-from .masks import _token_ids
 from .schedule import make_optimizer
+from .tokens import is_integer
+from .tokens import token_ids as _token_ids
 
 
 class Trainer:

@@ -9,11 +9,12 @@ target positions after the ``past`` ones already decoded.
 
 import torch
 
-from ..common.checks import check_batch, check_pad_id, check_token_dtype, check_token_rank, unpack_pair
-from ._layers import Model, dense, is_integer
+from ..common.checks import check_batch, check_pad_id, unpack_pair
+from .base import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder
-from .masks import _token_ids, create_combined_mask, create_look_ahead_mask, create_padding_mask
+from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
+from .tokens import check_token_ids, token_ids
 
 
 class Transformer(Model):
@@ -87,9 +88,8 @@ class Transformer(Model):
     def _as_tokens(self, tokens):
         """Token ids as a ``(batch, length)`` tensor on the model's device (lists and arrays
         welcome, in any integer dtype)."""
-        tokens = _token_ids(tokens).to(self.final_layer.weight.device)
-        check_token_dtype(is_integer(tokens), str(tokens.dtype))
-        check_token_rank(tokens.shape)
+        tokens = token_ids(tokens).to(self.final_layer.weight.device)
+        check_token_ids(tokens)
         return tokens
 
     def encode(self, src_tokens):

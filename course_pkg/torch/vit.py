@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..common import huggingface as _hf
-from ..common.checks import check_activation, check_choice, check_dropout, check_positive
+from ..common.checks import LAYER_NORM_EPSILON, check_activation, check_choice, check_dropout, check_positive
 from ..common.image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
-from ._layers import LAYER_NORM_EPSILON, Layer, Model, dense, dropout_layer, embedding, layer_norm
+from .base import Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding
 

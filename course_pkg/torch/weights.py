@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._layers import Bias
+from .base import Bias
 
 
 def _join(prefix: str, name: str) -> str:

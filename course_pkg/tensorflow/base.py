@@ -27,9 +27,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from ..common.checks import check_epsilon
-
-LAYER_NORM_EPSILON = 1e-6
+from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
 
 
 @functools.lru_cache(maxsize=None)
@@ -127,8 +125,3 @@ class Bias(layers.Layer):
     def get_config(self):
         """The constructor arguments, added to Keras' configuration."""
         return {**super().get_config(), "size": self.size}
-
-
-def is_integer(tensor: tf.Tensor) -> bool:
-    """Whether ``tensor`` holds integers (token ids)."""
-    return tensor.dtype.is_integer

@@ -19,9 +19,7 @@ functions and the two implementations train from the same starting point.
 import torch
 from torch import nn
 
-from ..common.checks import check_epsilon
-
-LAYER_NORM_EPSILON = 1e-6
+from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
 
 
 class Layer(nn.Module):
@@ -107,8 +105,3 @@ class Bias(nn.Module):
 
     def forward(self, x):
         return x + self.bias
-
-
-def is_integer(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` holds integers (token ids)."""
-    return not tensor.dtype.is_floating_point and not tensor.dtype.is_complex and tensor.dtype != torch.bool

@@ -9,7 +9,7 @@ canonical names and layouts.
 import numpy as np
 from keras import layers
 
-from ._layers import Bias
+from .base import Bias
 
 
 def _join(prefix: str, name: str) -> str:
