@@ -23,7 +23,6 @@ ALLOWED_PRIVATE = {
 }
 ALLOWED_LONG = {
     "course_pkg/tensorflow/trainer.py",  # moved by the trainer/checkpoint refactor
-    "course_pkg/reference.py",  # split by the refactor that turns reference.py into a package
     "course_pkg/book.py",  # moved by the book/claims/exercises refactor
     "course_pkg/exercises/notebooks.py",  # moved by the book/claims/exercises refactor
 }

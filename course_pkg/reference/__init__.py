@@ -32,8 +32,8 @@ prefix-LM mask, top-k probabilities and masked-LM corruption are also the refere
 of the course's exercises (``course_pkg.exercises``).
 """
 
-from ._layers import LAYER_NORM_EPSILON, dense, layer_norm, sub
 from .attention import combine_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads
+from .base import LAYER_NORM_EPSILON, dense, layer_norm, sub
 from .bert import bert, mlm_inputs
 from .decoder import decoder, decoder_layer, decoder_layer_parameters
 from .decoding import greedy_step
@@ -71,7 +71,7 @@ __all__ = [
     "create_padding_mask", "create_look_ahead_mask", "create_combined_mask", "prefix_lm_mask",
     # attention
     "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "multi_head_attention",
-    # the building blocks (_layers), positions, the feed-forward network
+    # the building blocks (base), positions, the feed-forward network
     "LAYER_NORM_EPSILON", "dense", "sub", "layer_norm",
     "positional_encoding", "positional_embedding", "learned_positional_encoding",
     "gelu", "gelu_tanh", "ACTIVATIONS", "feed_forward",

@@ -5,7 +5,7 @@ Mirrors ``course_pkg.torch.attention`` and ``course_pkg.tensorflow.attention``.
 
 import numpy as np
 
-from ._layers import dense
+from .base import dense
 
 
 def softmax(x, axis=-1):

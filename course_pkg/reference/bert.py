@@ -6,7 +6,7 @@ reference answer of exercise 7.3 and the oracle of :func:`course_pkg.data.mask_f
 
 import numpy as np
 
-from ._layers import dense, layer_norm, sub
+from .base import dense, layer_norm, sub
 from .encoder import encoder_layer
 from .feed_forward import ACTIVATIONS
 from .positional import learned_positional_encoding

@@ -7,8 +7,8 @@ Mirrors ``course_pkg.torch.decoder`` and ``course_pkg.tensorflow.decoder``.
 
 import numpy as np
 
-from ._layers import LAYER_NORM_EPSILON, layer_norm, num_layers, sub
 from .attention import multi_head_attention
+from .base import LAYER_NORM_EPSILON, layer_norm, num_layers, sub
 from .feed_forward import feed_forward
 from .positional import positional_embedding
 

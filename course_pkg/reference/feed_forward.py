@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ._layers import dense
+from .base import dense
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 

@@ -7,8 +7,8 @@ and ``top_p_filter``. :func:`top_k_probabilities` is the reference answer of exe
 
 import numpy as np
 
-from ._layers import dense, layer_norm, sub
 from .attention import softmax
+from .base import dense, layer_norm, sub
 from .decoder import decoder_layer
 from .masks import create_look_ahead_mask
 

@@ -7,7 +7,7 @@ the attention layers live in :mod:`course_pkg.reference.rnn_attention`.
 
 import numpy as np
 
-from ._layers import dense, sub
+from .base import dense, sub
 from .rnn_attention import bahdanau_attention, luong_attention
 
 

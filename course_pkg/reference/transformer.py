@@ -3,7 +3,7 @@
 Mirrors ``course_pkg.torch.transformer`` and ``course_pkg.tensorflow.transformer``.
 """
 
-from ._layers import dense, sub
+from .base import dense, sub
 from .decoder import decoder
 from .encoder import encoder
 from .masks import create_combined_mask, create_padding_mask

@@ -6,7 +6,7 @@ Mirrors ``course_pkg.torch.vit`` and ``course_pkg.tensorflow.vit``.
 
 import numpy as np
 
-from ._layers import LAYER_NORM_EPSILON, dense, layer_norm, sub
+from .base import LAYER_NORM_EPSILON, dense, layer_norm, sub
 from .encoder import encoder_layer
 from .feed_forward import gelu
 from .positional import learned_positional_encoding

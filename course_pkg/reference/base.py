@@ -1,14 +1,15 @@
 """The building blocks every other module uses: a dense layer, a layer norm, a ``params`` subtree.
 
-Mirrors ``course_pkg.torch._layers`` and ``course_pkg.tensorflow._layers``, where the twins build
-their leaf layers (dense, layer norm) and keep ``LAYER_NORM_EPSILON``. Here a layer is a function
-of its ``params``: :func:`dense` and :func:`layer_norm` apply one, :func:`sub` picks a component's
-weights out of a model's, :func:`num_layers` counts an encoder's or a decoder's layers.
+Mirrors ``course_pkg.torch.base`` and ``course_pkg.tensorflow.base``, where the twins build their
+leaf layers (dense, layer norm); ``LAYER_NORM_EPSILON`` is the one of ``course_pkg.common.checks``.
+Here a layer is a function of its ``params``: :func:`dense` and :func:`layer_norm` apply one,
+:func:`sub` picks a component's weights out of a model's, :func:`num_layers` counts an encoder's
+or a decoder's layers.
 """
 
 import numpy as np
 
-LAYER_NORM_EPSILON = 1e-6
+from ..common.checks import LAYER_NORM_EPSILON
 
 
 def dense(params, x, name):
