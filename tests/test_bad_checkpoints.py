@@ -159,6 +159,65 @@ def test_a_failed_restore_changes_nothing(fw, tmp_path):
     assert trainer.step == 4
 
 
+LATE_DAMAGES = ("the last weight", "the last optimizer moment")
+
+
+def _damage_late(fw, path, damage):
+    """Give the checkpoint at ``path`` a wrong shape where a restore meets it last: in the model's last
+    weight, or in the optimizer's moment of the last parameter (after every weight)."""
+    if fw.name == "torch":
+        checkpoint = fw.torch.load(path, weights_only=True)
+        if damage == "the last weight":
+            tensors, key = checkpoint["model"], list(checkpoint["model"])[-1]
+        else:
+            state = checkpoint["optimizer"]["state"]
+            tensors, key = state[max(state)], "exp_avg_sq"
+        tensors[key] = fw.torch.zeros(tuple(tensors[key].shape) + (2,))
+        fw.torch.save(checkpoint, path)
+        return
+    # TensorFlow: the same tensors under the same keys, written again as a new version (SaveV2)
+    tf = fw.tf
+    manifest = json.loads((path / "config.json").read_text())
+    reader = tf.train.load_checkpoint(str(path / manifest["checkpoint"]))
+    keys = sorted(reader.get_variable_to_shape_map())
+    values = {key: reader.get_tensor(key) for key in keys}
+    if damage == "the last weight":
+        key = [k for k in keys if k.startswith("model/")][-1]
+    else:  # optimizer/_variables/<i>: 0 is the iteration count, then Adam's moments in order
+        moments = [k for k in keys if k.startswith("optimizer/_variables/")]
+        key = max(moments, key=lambda k: int(k.split("/")[2]))
+    values[key] = np.zeros(values[key].shape + (2,), values[key].dtype)
+    manifest["checkpoint"] = "checkpoint-9-0badc0de"
+    tf.raw_ops.SaveV2(prefix=str(path / manifest["checkpoint"]), tensor_names=keys,
+                      shape_and_slices=[""] * len(keys), tensors=[tf.constant(values[k]) for k in keys])
+    (path / "config.json").write_text(json.dumps(manifest))
+
+
+def _state_bytes(fw, trainer):
+    """The model's weights, the optimizer's state and the step count, as bytes."""
+    weights, optimizer, step, _ = _snapshot(fw, trainer)
+    return [weights[name].tobytes() for name in sorted(weights)] + [a.tobytes() for a in optimizer] + [step]
+
+
+@pytest.mark.parametrize("damage", LATE_DAMAGES)
+def test_a_restore_checks_everything_before_it_loads_anything(fw, tmp_path, damage):
+    """A checkpoint of the right configuration and layout, wrong where a restore meets it last: the
+    restore refuses it and the trainer keeps its weights, optimizer state and step to the byte.
+    (Loading first and checking on the way would have changed the weights, or the weights and the
+    optimizer's moments, before meeting the damage.)"""
+    path = tmp_path / "ckpt"
+    _trained(fw, 1).save(path)  # other weights, moments and step than the trainer's below
+    _damage_late(fw, path, damage)
+    trainer = _trained(fw, 3)
+    before = _state_bytes(fw, trainer)
+    with pytest.raises(ValueError, match=r"is a damaged checkpoint: .*has shape|is a damaged checkpoint: "
+                                         r"variable .* of shape") as info:
+        trainer.restore(path)
+    assert str(path) in str(info.value) and "nothing was loaded" in str(info.value)
+    assert _state_bytes(fw, trainer) == before
+    assert trainer.step == 3
+
+
 def test_restore_of_a_torch_pickle_of_other_objects_does_not_advise_weights_only(torch_fw, tmp_path):
     import pickle
 

@@ -14,15 +14,11 @@ FRAMEWORKS = {"torch", "tensorflow", "keras", "jax", "flax"}
 
 # Violations that other refactors remove; the integrator empties these lists after merging them.
 ALLOWED_PRIVATE = {
-    # Fixed by the trainer/checkpoint refactor, which renames _masked_sums.
-    ("course_pkg/torch/trainer.py", "course_pkg.torch.losses._masked_sums"),
-    ("course_pkg/tensorflow/trainer.py", "course_pkg.tensorflow.losses._masked_sums"),
     # Fixed by the refactor that moves book.py, claims.py and exercises/.
     ("course_pkg/exercises/__init__.py", "course_pkg.exercises.catalog._to_numpy"),
     ("course_pkg/exercises/grading.py", "course_pkg.exercises._compare"),
 }
 ALLOWED_LONG = {
-    "course_pkg/tensorflow/trainer.py",  # moved by the trainer/checkpoint refactor
     "course_pkg/book.py",  # moved by the book/claims/exercises refactor
     "course_pkg/exercises/notebooks.py",  # moved by the book/claims/exercises refactor
 }

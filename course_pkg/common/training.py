@@ -1,8 +1,8 @@
 """Framework-free parts of the two trainers (constants, config comparison, progress bar, the fit loop).
 
 :mod:`course_pkg.torch.trainer` and :mod:`course_pkg.tensorflow.trainer` (and
-their ``schedule`` modules) share these, so that they save and report alike;
-their argument checks are in :mod:`course_pkg.common.checks`.
+their ``schedule`` and ``checkpoint`` modules) share these, so that they save,
+refuse and report alike; their argument checks are in :mod:`course_pkg.common.checks`.
 """
 
 import contextlib
@@ -26,6 +26,28 @@ def config_differences(expected, found):
     return [f"{key}: expected {expected.get(key, missing)!r}, found {found.get(key, missing)!r}"
             for key in sorted(set(expected) | set(found))
             if expected.get(key, missing) != found.get(key, missing)]
+
+
+def check_checkpoint_config(expected, found, path):
+    """Raise ``ValueError`` naming every differing value unless a checkpoint's config (``found``, with
+    its ``model_class``) is the live model's (``expected``); ``path`` is the checkpoint."""
+    differences = config_differences(expected, found)
+    if differences:
+        raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
+                         "(expected: this model, found: the checkpoint): " + "; ".join(differences))
+
+
+def unreadable_checkpoint(where, reason):
+    """The ``ValueError`` for checkpoint files that cannot be read at all; ``where`` names them,
+    ``reason`` says what the reader raised (the error's class, at least)."""
+    return ValueError(f"{where} is not a checkpoint written by Trainer.save: the file is empty, "
+                      f"truncated, damaged or holds other objects ({reason})")
+
+
+def damaged_checkpoint(where, problem):
+    """The ``ValueError`` for a checkpoint that reads but does not fit the trainer (``problem`` says how),
+    raised before anything is loaded."""
+    return ValueError(f"{where} is a damaged checkpoint: {problem}; nothing was loaded")
 
 
 def plain(config):
@@ -82,7 +104,7 @@ def frozen_gc():
 def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budget, progress,
              checkpoint_path):
     """The body of both frameworks' ``Trainer.fit`` (see there): ``trainer`` brings ``train_step``,
-    ``evaluate``, ``save``, ``step``, ``is_chief`` (which process shows the bar) and ``_any_process``
+    ``evaluate``, ``save``, ``step``, ``is_chief`` (which process shows the bar) and ``any_process``
     (a flag or-ed over the processes, for the time budget); this loop brings the budgets, the progress
     bar and the history."""
     check_positive(epochs=epochs)
@@ -109,7 +131,7 @@ def fit_loop(trainer, train_batches, valid_batches, epochs, max_steps, time_budg
                     bar.update(1)
                     stop = max_steps is not None and steps >= max_steps
                     if time_budget is not None and not stop:  # every process stops at the same step
-                        stop = trainer._any_process(time.perf_counter() - start >= time_budget)
+                        stop = trainer.any_process(time.perf_counter() - start >= time_budget)
                     if stop:
                         break
                 if epoch_steps == 0:

@@ -57,8 +57,27 @@ def _hits(labels, logits, keep):
     return tf.cast((tf.argmax(logits, axis=-1) == labels) & keep, tf.float32)  # (batch, T)
 
 
-def _masked_sums(labels, logits, pad_id, label_smoothing):
-    """Summed loss, number of correct predictions and number of counted (non-pad) labels."""
+def masked_sums(labels, logits, pad_id, label_smoothing):
+    """The sums behind :func:`masked_loss` and :func:`masked_accuracy`, to add up over batches or devices.
+
+    The Trainer sums these over the batches of an evaluation and over the
+    processes of a distributed step, then divides once: every counted label
+    weighs the same, whatever its batch or process.
+
+    Args:
+        labels: target token ids (``tgt_out``).
+        logits: the model's logits.
+        pad_id: the label id to ignore.
+        label_smoothing: eps in [0, 1), as in :func:`masked_loss`.
+
+    Returns:
+        ``(loss_sum, hits, count)``: the label-smoothed loss summed over the
+        counted (non-pad) labels, the number of them that are the logits'
+        argmax, and the number of counted labels; float32 scalar tensors.
+
+    Shape:
+        labels (batch, tgt_len) int, logits (batch, tgt_len, vocab) -> (), (), ().
+    """
     loss_sum, count = _loss_sums(labels, logits, pad_id, label_smoothing)
     labels, logits = _check_labels(labels, logits)
     return loss_sum, tf.reduce_sum(_hits(labels, logits, labels != pad_id)), count

@@ -20,17 +20,10 @@ Example::
     trainer.restore("transformer_ckpt")   # later, into Trainer(Transformer(same arguments))
 """
 
-import contextlib
-import json
-import os
-import re
-import secrets
-
 import keras
 import tensorflow as tf
 
 from ..common.checks import (
-    check_checkpoint_info,
     check_label_range,
     check_label_smoothing,
     check_length,
@@ -39,21 +32,11 @@ from ..common.checks import (
     check_token_range,
     check_token_rank,
 )
-from ..common.files import atomic_open, make_folder, sync_folder, write_error
-from ..common.training import (
-    CHECKPOINT_FORMAT,
-    check_batch_shapes,
-    config_differences,
-    evaluation_logs,
-    fit_loop,
-    plain,
-)
-from .losses import _masked_sums, masked_accuracy, masked_loss
+from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
+from .checkpoint import POLICIES, restore_checkpoint, save_checkpoint
+from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer
 from .tokens import is_integer
-
-CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
-_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # precision: policy
 
 
 class Trainer:
@@ -115,7 +98,7 @@ class Trainer:
                  label_smoothing=0.1, pad_id=0, seed=None, precision="fp32", peak_learning_rate=None):
         check_label_smoothing(label_smoothing)
         self.precision = check_precision(precision)
-        policy = _POLICIES[precision]
+        policy = POLICIES[precision]
         if model.dtype_policy.name != policy:
             raise ValueError(f"precision={precision!r} needs a model built with dtype={policy!r} "
                              f"(Keras fixes a layer's dtype policy when it is made); this model's policy "
@@ -182,18 +165,21 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of replicas that share each batch (1 without distribution)."""
+        """The number of replicas that share each batch: processes in PyTorch, devices in TensorFlow (1
+        without distribution)."""
         return 1 if self._strategy is None else int(self._strategy.num_replicas_in_sync)
 
     @property
     def is_chief(self):
-        """Whether this worker writes checkpoints and shows progress (the chief, or worker 0)."""
+        """Whether this process writes checkpoints and shows progress: process 0 in PyTorch, the chief
+        or worker 0 in TensorFlow, or the only one."""
         resolver = getattr(self._strategy, "cluster_resolver", None)
         task_type = getattr(resolver, "task_type", None)
         return task_type is None or task_type == "chief" or (task_type == "worker" and resolver.task_id == 0)
 
-    def _any_process(self, flag):
-        """``flag`` or-ed over the workers (so that all of them stop at the same step)."""
+    def any_process(self, flag):
+        """``flag`` or-ed over the processes, so that all of them stop at the same step (``fit``'s time
+        budget), or learn together that a checkpoint could not be written; ``flag`` itself in one process."""
         if getattr(self._strategy, "cluster_resolver", None) is None:  # one process
             return flag
         value = self._strategy.run(lambda: tf.constant(float(flag)))  # ReduceOp has no MAX: a sum > 0
@@ -233,6 +219,24 @@ class Trainer:
             check_label_range(int(counted.min()), int(counted.max()), target_vocab_size, self.pad_id)
         return src, tgt_in, tgt_out
 
+    def train_step(self, src, tgt_in, tgt_out):
+        """One optimizer step on one batch (dropout on).
+
+        Returns:
+            ``{"loss": float, "accuracy": float}`` of this batch, before the update.
+
+        Raises:
+            ValueError: batch sizes that differ, ``tgt_out`` not shaped as ``tgt_in``, ids
+                outside the vocabularies (labels other than ``pad_id`` included), sequences
+                longer than the model's ``max_len``; nothing is updated then.
+
+        Shape:
+            src (batch, src_len), tgt_in (batch, tgt_len), tgt_out (batch, tgt_len) int.
+        """
+        src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
+        loss, accuracy = self._train_function(src, tgt_in, tgt_out)  # a traced tf.function
+        return {"loss": float(loss), "accuracy": float(accuracy)}
+
     def _train_graph(self, src, tgt_in, tgt_out):
         with tf.GradientTape() as tape:
             logits = self.model(src, tgt_in, training=True)  # (batch, tgt_len, vocab)
@@ -257,7 +261,7 @@ class Trainer:
             src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
             with tf.GradientTape() as tape:
                 logits = self.model(src, tgt_in, training=True)  # (rows, tgt_len, vocab)
-                loss_sum, hits, counted = _masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id,
+                loss_sum, hits, counted = masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id,
                                                        self.label_smoothing)
                 loss = loss_sum * (weight / count)
                 scaled = self.optimizer.scale_loss(loss) if self.precision == "fp16" else loss
@@ -277,25 +281,7 @@ class Trainer:
 
     def _evaluate_graph(self, src, tgt_in, tgt_out):
         logits = self.model(src, tgt_in, training=False)  # (batch, tgt_len, vocab)
-        return _masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id, self.label_smoothing)
-
-    def train_step(self, src, tgt_in, tgt_out):
-        """One optimizer step on one batch (dropout on).
-
-        Returns:
-            ``{"loss": float, "accuracy": float}`` of this batch, before the update.
-
-        Raises:
-            ValueError: batch sizes that differ, ``tgt_out`` not shaped as ``tgt_in``, ids
-                outside the vocabularies (labels other than ``pad_id`` included), sequences
-                longer than the model's ``max_len``; nothing is updated then.
-
-        Shape:
-            src (batch, src_len), tgt_in (batch, tgt_len), tgt_out (batch, tgt_len) int.
-        """
-        src, tgt_in, tgt_out = self._batch(src, tgt_in, tgt_out)
-        loss, accuracy = self._train_function(src, tgt_in, tgt_out)  # a traced tf.function
-        return {"loss": float(loss), "accuracy": float(accuracy)}
+        return masked_sums(tgt_out, tf.cast(logits, tf.float32), self.pad_id, self.label_smoothing)
 
     def evaluate(self, batches):
         """Loss and accuracy over all the non-pad target tokens of ``batches`` (dropout off).
@@ -345,19 +331,6 @@ class Trainer:
                         checkpoint_path)
 
     # ---------------------------------------------------------------- checkpoints
-    def _checkpoint(self, saved_precision=None):
-        # Keras keeps dropout's random state in seed-generator variables that the
-        # model's own checkpoint leaves out; saving them resumes dropout exactly.
-        seeds = [v for v in self.model.non_trainable_variables if "seed_generator" in v.path]
-        optimizer = self.optimizer
-        fp16, saved_fp16 = self.precision == "fp16", (saved_precision or self.precision) == "fp16"
-        if fp16 and not saved_fp16:  # read the Adam state into the inner optimizer; the scale starts anew
-            optimizer = self.optimizer.inner_optimizer
-        elif saved_fp16 and not fp16:  # read through a loss-scale wrapper, whose scale is then dropped
-            optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
-            optimizer.build(self.model.trainable_variables)
-        return tf.train.Checkpoint(model=self.model, optimizer=optimizer, step=self._step, seeds=seeds)
-
     def save(self, path):
         """Save a checkpoint to the directory ``path``, all at once.
 
@@ -389,44 +362,7 @@ class Trainer:
             OSError: ``path`` cannot be created or written (the message names ``path``;
                 TensorFlow's own error, a ``PermissionDeniedError`` say, is its cause).
         """
-        if not self.is_chief:
-            import tempfile
-
-            with tempfile.TemporaryDirectory() as scratch:
-                self._checkpoint().write(os.path.join(scratch, CHECKPOINT_PREFIX))
-            return
-        path = os.path.abspath(os.fspath(path))
-        if os.path.isfile(path):
-            raise ValueError(f"{path} is a file; a TensorFlow checkpoint is a directory "
-                             "(torch checkpoints are files)")
-        make_folder(path)
-        previous = _current_version(path)
-        version = f"{CHECKPOINT_PREFIX}-{self.step}-{secrets.token_hex(4)}"
-        info = {
-            "format": CHECKPOINT_FORMAT,
-            "model_class": type(self.model).__name__,
-            "config": plain(self.model.get_config()),
-            "step": self.step,
-            "checkpoint": version,
-        }
-        try:
-            try:
-                self._checkpoint().write(os.path.join(path, version))
-            except tf.errors.OpError as err:  # a read-only folder, a full disk: the OSError naming path
-                raise write_error(path, type(err).__name__, err.message) from err
-            for name in _version_files(path, version):
-                _sync_file(os.path.join(path, name))
-            sync_folder(path)
-            with atomic_open(os.path.join(path, CONFIG_FILE), "w") as file:  # the switch
-                json.dump(info, file, indent=2)
-        except BaseException:
-            for name in _version_files(path, version):
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(path, name))
-            raise
-        for old in _versions(path) - {version, previous}:
-            for name in _version_files(path, old):
-                os.remove(os.path.join(path, name))
+        save_checkpoint(self, path, self._step, None)  # the loss scale is the optimizer's
 
     def restore(self, path):
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
@@ -439,9 +375,10 @@ class Trainer:
         weights, the optimizer's moments and the step count carry over; an
         fp16 loss scale is dropped where the trainer uses none, and starts at
         its initial value where the checkpoint had none.
-        A restore that fails on the way (damaged files, a tensor of another
-        shape) puts every variable back: the model, the optimizer and the step
-        count stay as they were.
+        Everything is read and checked before anything is loaded (the
+        configuration, the names, shapes and dtypes of the weights and of the
+        optimizer's state, the random state), so a restore that fails leaves the
+        model, the optimizer, the schedule, the step count and the random state as they were.
 
         Raises:
             FileNotFoundError: there is no directory ``path``.
@@ -449,45 +386,7 @@ class Trainer:
                 truncated, damaged or not written by :meth:`save`; or it was
                 saved from another configuration. The message names the file.
         """
-        path = os.fspath(path)
-        if os.path.isfile(path):
-            raise ValueError(f"{path} is a file; a TensorFlow checkpoint is a directory "
-                             "(torch checkpoints are files)")
-        config_file = os.path.join(path, CONFIG_FILE)
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"no checkpoint directory {path}")
-        if not os.path.isfile(config_file):
-            raise ValueError(f"{path} is not a checkpoint written by Trainer.save: no {CONFIG_FILE}")
-        checkpoint = _read_manifest(config_file)
-        check_checkpoint_info(checkpoint, config_file, CHECKPOINT_FORMAT)
-        version = checkpoint.get("checkpoint", CHECKPOINT_PREFIX)  # checkpoints of before: "checkpoint"
-        if (not isinstance(version, str) or version in ("", ".", "..")
-                or os.path.basename(version) != version or (os.altsep and os.altsep in version)):
-            raise ValueError(f"{config_file} is a damaged checkpoint: checkpoint must be a file name in "
-                             f"the directory, got {version!r:.60}")
-        expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
-        found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
-        saved_precision = _precision(found.get("dtype"))
-        if saved_precision is not None and _precision(expected.get("dtype")) is not None:
-            del expected["dtype"], found["dtype"]  # float32 weights in each: any precision reads them
-        differences = config_differences(expected, found)
-        if differences:
-            raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
-                             "(expected: this model, found: the checkpoint): " + "; ".join(differences))
-        prefix = os.path.join(path, version)
-        if not os.path.isfile(prefix + ".index"):
-            raise ValueError(f"checkpoint {path} is incomplete: {config_file} names {version}, but "
-                             f"{prefix}.index is missing")
-        variables = self.model.variables + self.optimizer.variables + [self._step]
-        before = [variable.numpy() for variable in variables]
-        try:
-            self._checkpoint(saved_precision).read(prefix).assert_consumed()
-        except Exception as err:  # OpError, IndexError, ValueError (shapes), AssertionError...
-            for variable, value in zip(variables, before):
-                variable.assign(value)
-            reason = " ".join(str(err).split())[:200]
-            raise ValueError(f"checkpoint {prefix}.* could not be read (empty, truncated, damaged or of "
-                             f"another model), nothing was loaded: {type(err).__name__}: {reason}") from None
+        self._step.assign(restore_checkpoint(self, path, None))
 
 
 def _scaled(gradient, factor):
@@ -495,15 +394,6 @@ def _scaled(gradient, factor):
     if isinstance(gradient, tf.IndexedSlices):
         return tf.IndexedSlices(gradient.values * factor, gradient.indices, gradient.dense_shape)
     return gradient * factor
-
-
-def _precision(dtype_config):
-    """The Trainer precision of a model config's ``dtype`` entry (a serialized Keras policy), or
-    ``None`` for a policy that no precision uses (its weights are not float32)."""
-    if not isinstance(dtype_config, dict):
-        return None
-    return {policy: precision for precision, policy in _POLICIES.items()}.get(
-        (dtype_config.get("config") or {}).get("name"))
 
 
 def _rows(batch, replica, replicas):
@@ -514,45 +404,3 @@ def _rows(batch, replica, replicas):
     empty = stop <= start
     start, stop = tf.where(empty, 0, start), tf.where(empty, 1, stop)
     return slice(start, stop), tf.where(empty, 0.0, 1.0)
-
-
-_VERSION_FILE = re.compile(rf"({re.escape(CHECKPOINT_PREFIX)}(?:-\d+-[0-9a-f]+)?)\.(?:index|data-)")
-
-
-def _versions(path) -> set:
-    """The names of the checkpoint versions whose files lie in the directory ``path``."""
-    return {m.group(1) for m in map(_VERSION_FILE.match, os.listdir(path)) if m}
-
-
-def _version_files(path, version) -> list:
-    """The files of checkpoint ``version`` in the directory ``path`` (temporary ones of TensorFlow too)."""
-    return [name for name in os.listdir(path)
-            if (m := _VERSION_FILE.match(name)) and m.group(1) == version]
-
-
-def _current_version(path):
-    """The version that ``path/config.json`` names, or ``None`` if it is missing or unreadable."""
-    try:
-        with open(os.path.join(path, CONFIG_FILE), "rb") as file:
-            info = json.loads(file.read())
-        return info.get("checkpoint", CHECKPOINT_PREFIX) if isinstance(info, dict) else None
-    except (OSError, ValueError, RecursionError):
-        return None
-
-
-def _read_manifest(config_file):
-    """The JSON of a checkpoint's ``config.json``; ``ValueError`` naming it if it is not JSON."""
-    try:
-        with open(config_file, "rb") as file:
-            return json.loads(file.read().decode("utf-8-sig"))
-    except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:200]
-        raise ValueError(f"{config_file} is not a checkpoint written by Trainer.save: the file is empty, "
-                         f"truncated or damaged ({reason})") from None
-
-
-def _sync_file(file_path):
-    """Flush ``file_path`` to disk (where the system lets a read-only handle do it)."""
-    with open(file_path, "rb") as file:
-        with contextlib.suppress(OSError):
-            os.fsync(file.fileno())

@@ -21,30 +21,20 @@ Example::
 """
 
 import os
-import warnings
 
 import torch
 
 from ..common.checks import (
-    check_checkpoint_info,
     check_label_smoothing,
     check_precision,
     check_token_dtype,
     check_token_rank,
 )
-from ..common.files import atomic_open
-from ..common.training import (
-    CHECKPOINT_FORMAT,
-    check_batch_shapes,
-    config_differences,
-    evaluation_logs,
-    fit_loop,
-    plain,
-)
-from .losses import _masked_sums, masked_accuracy, masked_loss
+from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
+from .checkpoint import restore_checkpoint, save_checkpoint
+from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer
-from .tokens import is_integer
-from .tokens import token_ids as _token_ids
+from .tokens import is_integer, token_ids
 
 
 class Trainer:
@@ -157,13 +147,26 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of processes that share each batch (1 without distribution)."""
+        """The number of replicas that share each batch: processes in PyTorch, devices in TensorFlow (1
+        without distribution)."""
         return self._world or 1
 
     @property
     def is_chief(self):
-        """Whether this process writes checkpoints and shows progress (process 0, or the only one)."""
+        """Whether this process writes checkpoints and shows progress: process 0 in PyTorch, the chief
+        or worker 0 in TensorFlow, or the only one."""
         return self._rank == 0
+
+    def any_process(self, flag):
+        """``flag`` or-ed over the processes, so that all of them stop at the same step (``fit``'s time
+        budget), or learn together that a checkpoint could not be written; ``flag`` itself in one process."""
+        if not self._world:  # one process
+            return flag
+        import torch.distributed as dist
+
+        flag = torch.tensor([float(flag)], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
 
     def _autocast(self):
         """The ``torch.autocast`` context of ``precision`` (disabled for ``"fp32"``)."""
@@ -171,7 +174,7 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
 
     def _tokens(self, tokens):
-        tokens = _token_ids(tokens)
+        tokens = token_ids(tokens)
         check_token_dtype(is_integer(tokens), str(tokens.dtype))
         check_token_rank(tokens.shape)
         return tokens.to(self.device, non_blocking=True)
@@ -235,21 +238,11 @@ class Trainer:
         src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
         with self._autocast():
             logits = self._forward(src, tgt_in)  # (rows, tgt_len, vocab)
-        loss_sum, hits, counted = _masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
+        loss_sum, hits, counted = masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
         self._scaler.scale(loss_sum * (weight * self._world / count)).backward()
         sums = torch.stack([loss_sum.detach(), hits.float(), counted.float()]) * weight
         dist.all_reduce(sums)  # summed over the processes
         return sums[0] / sums[2].clamp(min=1), sums[1] / sums[2].clamp(min=1)
-
-    def _any_process(self, flag):
-        """``flag`` or-ed over the processes (so that all of them stop at the same step)."""
-        if not self._world:
-            return flag
-        import torch.distributed as dist
-
-        flag = torch.tensor([float(flag)], device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
 
     def evaluate(self, batches):
         """Loss and accuracy over all the non-pad target tokens of ``batches`` (dropout off).
@@ -278,7 +271,7 @@ class Trainer:
                         src, tgt_in, tgt_out = src[rows], tgt_in[rows], tgt_out[rows]
                     with self._autocast():
                         logits = self.model(src, tgt_in)  # (batch, tgt_len, vocab)
-                    sums = _masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
+                    sums = masked_sums(tgt_out, logits.float(), self.pad_id, self.label_smoothing)
                     totals, seen = [t + s for t, s in zip(totals, sums)], seen + 1
         finally:
             self.model.train(was_training)
@@ -339,37 +332,7 @@ class Trainer:
             OSError: ``path``'s folder cannot be created or written (the
                 message names ``path``).
         """
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            raise ValueError(f"{path} is a directory; a torch checkpoint is one file "
-                             "(TensorFlow checkpoints are directories)")
-        checkpoint = {
-            "format": CHECKPOINT_FORMAT,
-            "model_class": type(self.model).__name__,
-            "config": plain(self.model.get_config()),
-            "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "schedule": None if self.schedule is None else self.schedule.state_dict(),
-            "rng": {"cpu": torch.get_rng_state()},
-            "scaler": self._scaler.state_dict(),  # {} unless fp16: the loss scale and its growth count
-        }
-        if self.device.type == "cuda":
-            checkpoint["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
-        failure = None
-        if self.is_chief:
-            try:
-                with atomic_open(path, "wb") as file:
-                    torch.save(checkpoint, file)
-            except BaseException as err:
-                if not self._world:
-                    raise
-                failure = err
-        if self._world:  # the others wait for process 0's file (and learn whether it was written)
-            if self._any_process(failure is not None):
-                if failure is not None:
-                    raise failure
-                raise OSError(f"process 0 could not write the checkpoint {path}")
+        save_checkpoint(self, path, self._step, self._scaler)
 
     def restore(self, path):
         """Load a checkpoint written by :meth:`save`; training then continues exactly.
@@ -381,10 +344,10 @@ class Trainer:
         weights, the optimizer's moments and the step count carry over; an
         fp16 loss scale is dropped where the trainer uses none, and starts at
         its initial value where the checkpoint had none.
-        Everything is checked before anything is loaded (configuration, the
-        weights' names and shapes, the optimizer's parameter groups, the
-        random state), so a restore that fails leaves the model, the
-        optimizer, the schedule, the step count and the random state as they were.
+        Everything is read and checked before anything is loaded (the
+        configuration, the names, shapes and dtypes of the weights and of the
+        optimizer's state, the random state), so a restore that fails leaves the
+        model, the optimizer, the schedule, the step count and the random state as they were.
 
         Raises:
             FileNotFoundError: there is no file ``path``.
@@ -392,82 +355,7 @@ class Trainer:
                 damaged or not written by :meth:`save`; or it was saved from
                 another configuration. The message names ``path``.
         """
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            raise ValueError(f"{path} is a directory; a torch checkpoint is one file "
-                             "(TensorFlow checkpoints are directories)")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no checkpoint file {path}")
-        try:
-            with warnings.catch_warnings():  # torch warns of pickle protocols it then refuses
-                warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
-                checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # EOFError, RuntimeError, UnpicklingError, KeyError...: all say "damaged"
-            raise ValueError(f"{path} is not a checkpoint written by Trainer.save: the file is empty, "
-                             f"truncated, damaged or holds other objects ({type(err).__name__})") from None
-        check_checkpoint_info(checkpoint, path, CHECKPOINT_FORMAT)
-        expected = {"model_class": type(self.model).__name__, **plain(self.model.get_config())}
-        found = {"model_class": checkpoint["model_class"], **checkpoint["config"]}
-        differences = config_differences(expected, found)
-        if differences:
-            raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
-                             "(expected: this model, found: the checkpoint): " + "; ".join(differences))
-        problem = self._checkpoint_problem(checkpoint)
-        if problem:
-            raise ValueError(f"{path} is a damaged checkpoint: {problem}; nothing was loaded")
-        # every check passed: load
-        self.model.load_state_dict(checkpoint["model"])
-        self.optimizer.load_state_dict(checkpoint["optimizer"])
-        if self.schedule is not None and checkpoint["schedule"] is not None:
-            self.schedule.load_state_dict(checkpoint["schedule"])
-        self._step = int(checkpoint["step"])
-        if checkpoint.get("scaler") and self._scaler.is_enabled():  # {}: saved without fp16
-            self._scaler.load_state_dict(checkpoint["scaler"])
-        torch.set_rng_state(checkpoint["rng"]["cpu"])
-        if "cuda" in checkpoint["rng"] and self.device.type == "cuda":
-            torch.cuda.set_rng_state(checkpoint["rng"]["cuda"], self.device)
-
-    def _checkpoint_problem(self, checkpoint):
-        """What stops ``checkpoint`` (a dict of :meth:`save`) from loading into this trainer, or ``""``."""
-        weights, own = checkpoint.get("model"), self.model.state_dict()
-        if not isinstance(weights, dict):
-            return f"model must be a dict of tensors, got {type(weights).__name__}"
-        missing, unexpected = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
-        if missing or unexpected:
-            return f"the model's weights differ: missing {missing[:5]}, unexpected {unexpected[:5]}"
-        for name, tensor in own.items():
-            saved = weights[name]
-            if not isinstance(saved, torch.Tensor) or saved.shape != tensor.shape:
-                shape = tuple(saved.shape) if isinstance(saved, torch.Tensor) else type(saved).__name__
-                return f"weight {name} has shape {shape}, expected {tuple(tensor.shape)}"
-        optimizer, groups = checkpoint.get("optimizer"), self.optimizer.param_groups
-        if (not isinstance(optimizer, dict) or not isinstance(optimizer.get("state"), dict)
-                or not isinstance(optimizer.get("param_groups"), list)):
-            return "optimizer must be an optimizer's state_dict"
-        saved_groups = optimizer["param_groups"]
-        if len(saved_groups) != len(groups) or any(
-                not isinstance(saved, dict) or len(saved.get("params", ())) != len(group["params"])
-                for saved, group in zip(saved_groups, groups)):
-            return "the optimizer's parameter groups differ from this optimizer's"
-        shapes = {index: param.shape for saved, group in zip(saved_groups, groups)
-                  for index, param in zip(saved["params"], group["params"])}
-        for index, state in optimizer["state"].items():
-            if index not in shapes or not isinstance(state, dict):
-                return f"the optimizer's state holds an unknown parameter {index!r}"
-            for key, value in state.items():  # moments are shaped as their parameter; counts are scalars
-                if isinstance(value, torch.Tensor) and value.dim() and value.shape != shapes[index]:
-                    return (f"the optimizer's {key} of parameter {index} has shape {tuple(value.shape)}, "
-                            f"expected {tuple(shapes[index])}")
-        if self.schedule is not None and not isinstance(checkpoint.get("schedule"), (dict, type(None))):
-            return "schedule must be a scheduler's state_dict"
-        scaler = checkpoint.get("scaler", {})
-        if not isinstance(scaler, dict) or (scaler and not isinstance(scaler.get("scale"), (int, float))):
-            return "scaler must be a GradScaler's state_dict"
-        rng = checkpoint.get("rng")
-        if not isinstance(rng, dict) or not isinstance(rng.get("cpu"), torch.Tensor) \
-                or rng["cpu"].dtype != torch.uint8:
-            return "rng must hold the random generator's state"
-        return ""
+        self._step = restore_checkpoint(self, path, self._scaler)
 
 
 def _process_group():
