@@ -27,7 +27,7 @@ Importing this module imports neither framework.
 from __future__ import annotations
 
 from .catalog import BOOK_SEED, EXERCISES, Exercise, for_chapter, get
-from .compare import compare
+from .comparison import compare
 
 __all__ = ["BOOK_SEED", "EXERCISES", "Exercise", "check", "for_chapter", "get"]
 

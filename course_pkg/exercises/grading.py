@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import BOOK_SEED, EXERCISES, for_chapter, get
-from .compare import compare
+from .comparison import compare
 from .notebooks import (
     METADATA_KEY,
     ROLES,
