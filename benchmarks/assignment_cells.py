@@ -3,7 +3,7 @@
 nbgrader stops any cell that runs over 30 s (its default ``ExecutePreprocessor.timeout``). This
 benchmark builds the assignment editions (``plan_build``: the student notebooks and the answer keys,
 as ``python -m course_pkg.exercises build`` writes them) in a temporary folder and runs, cell by cell
-in a fresh kernel (``course_pkg.exercises.timing.run_timed``), every answer key in full and each
+in a fresh kernel (``course_pkg.exercises.cell_times.run_timed``), every answer key in full and each
 student notebook's set-up and exercise cells (its other cells are the answer key's), under a generous
 per-cell timeout (``--timeout``, 300 s) so that a slow cell is measured, not cut off, and with one
 thread per framework in the kernels (``--threads``). It prints, per notebook, the slowest cells with
@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from course_pkg.exercises.cell_times import expected_error, run_timed
 from course_pkg.exercises.notebooks import (
     CELL_TIME_LIMIT,
     find_chapters,
@@ -38,7 +39,6 @@ from course_pkg.exercises.notebooks import (
     read_notebook,
     section_start,
 )
-from course_pkg.exercises.timing import expected_error, run_timed
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

@@ -5,10 +5,10 @@ the two, no-ops (``course_pkg.notebook``); their stored outputs were printed by 
 with both frameworks, so nbval does not compare them here. A ``per-framework`` cell runs
 and prints the lines of the chosen framework only: nbval compares its output with the
 stored one less the lines that begin with the other framework's name
-(``course_pkg.claims.expected_outputs``). Every other cell's output is compared as usual.
+(``course_pkg.authoring.claims.expected_outputs``). Every other cell's output is compared as usual.
 
 A learner with one framework must see the chapter's claims: a notebook whose run prints
-fewer than ``course_pkg.claims.MIN_COVERAGE`` of its stored claim lines about that
+fewer than ``course_pkg.authoring.claims.MIN_COVERAGE`` of its stored claim lines about that
 framework or neither fails (its first cell reports the lines missing). With
 ``COURSE_FRAMEWORK`` unset or ``both`` this changes nothing.
 """
@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from course_pkg.claims import MIN_COVERAGE, coverage, expected_outputs
+from course_pkg.authoring.claims import MIN_COVERAGE, coverage, expected_outputs
 from course_pkg.notebook import resolve, skip_reason
 
 _SHORT = {}  # the first item of a notebook that prints too few claims -> why

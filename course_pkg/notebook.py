@@ -1,4 +1,9 @@
-"""One framework at a time: what the set-up cell of every chapter calls.
+"""The run-time set-up of a chapter: what the set-up cell every chapter notebook starts with calls.
+
+The set-up cell (its text: :mod:`course_pkg.authoring.setup_cell`) ends with
+``from course_pkg.notebook import use_frameworks``; this module is what a chapter imports at
+run time to run one framework at a time (the authoring tools that write the cells' marks are
+in :mod:`course_pkg.authoring`, for a checkout only).
 
 Every chapter shows each framework-specific step twice, a TensorFlow cell and a
 PyTorch cell, and a few cells compare the two. A learner who has installed only
@@ -7,7 +12,7 @@ one framework chooses it in the set-up cell (or with the environment variable
 cells no-ops, so that the chapter runs top to bottom without it.
 
 The kernel never sees a cell's tags, so each such cell says which framework it
-needs on its first line, a marker comment (``python -m course_pkg.book
+needs on its first line, a marker comment (``python -m course_pkg.authoring
 frameworks`` writes them from the tags):
 
 =====================================  ==========================================
@@ -23,7 +28,7 @@ first line                             runs when the choice is
 A skipped tab cell prints nothing (its twin in the other framework runs); a
 skipped ``only`` or comparison cell prints one line saying why it was skipped. A
 neutral cell that reports on each framework that ran (tagged ``per-framework``, no
-marker) runs under every choice: see :mod:`course_pkg.claims`.
+marker) runs under every choice: see :mod:`course_pkg.authoring.claims`.
 
 Imports no framework (it imports TensorFlow itself only when TensorFlow is chosen).
 """

@@ -253,7 +253,7 @@ ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_N
 
 
 def _run(path, indices=None):
-    from course_pkg.exercises.timing import report, run_timed
+    from course_pkg.exercises.cell_times import report, run_timed
 
     runs = run_timed(path, timeout=STALL_TIMEOUT, indices=indices)
     print(report(path.relative_to(path.parent.parent), runs))
@@ -268,7 +268,7 @@ def test_assignment_notebooks_run_without_errors_within_nbgraders_cpu_budget(tmp
 
     The student notebooks' other cells are the answer keys' (checked here), so they run once.
     """
-    from course_pkg.exercises.timing import expected_error
+    from course_pkg.exercises.cell_times import expected_error
 
     for name, value in ONE_THREAD.items():
         monkeypatch.setenv(name, value)  # the kernels inherit the environment

@@ -1,6 +1,6 @@
 """The book's sources, checked without building it (fast; part of the default suite).
 
-* every notebook opens with the current set-up cell (``course_pkg.book``);
+* every notebook opens with the current set-up cell (``course_pkg.authoring.setup_cell``);
 * every page of ``_toc.yml`` exists;
 * every notebook is valid nbformat 4 with no stored error and no stderr output;
 * every cell tagged ``nbval-ignore-output`` or ``nbval-skip`` says why, in a
@@ -10,7 +10,7 @@
   that nbval compares, and every stored claim holds;
 * every ``literalinclude`` of the book points at an existing file, and at an
   existing class or function when it has ``:pyobject:``;
-* ``python -m course_pkg.book stamp`` is idempotent.
+* ``python -m course_pkg.authoring stamp`` is idempotent.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from course_pkg import book
+from course_pkg.authoring import setup_cell
+from course_pkg.authoring.notebook_files import chapter_notebooks
 from course_pkg.exercises.notebooks import APPENDICES
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-NOTEBOOKS = book.chapter_notebooks(BOOK)
+NOTEBOOKS = chapter_notebooks(ROOT)
 NBVAL_TAGS = ("nbval-ignore-output", "nbval-skip")
 NBVAL_REASON = re.compile(r"^\s*# nbval: \S", re.M)
 
@@ -71,8 +72,8 @@ def test_there_are_eight_chapter_notebooks_and_the_appendix():
 
 
 def test_first_code_cell_is_the_setup_cell():
-    stale = book.check(NOTEBOOKS)
-    assert stale == [], f"stale set-up cell, run: python -m course_pkg.book stamp {' '.join(stale)}"
+    stale = setup_cell.check(NOTEBOOKS, ROOT)
+    assert stale == [], f"stale set-up cell, run: python -m course_pkg.authoring stamp {' '.join(stale)}"
 
 
 def test_toc_files_exist():
@@ -276,19 +277,34 @@ def test_stamp_is_idempotent(tmp_path):
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     stale = tmp_path / "stale.ipynb"  # an outdated set-up cell: stamp replaces it in place
     notebook = json.loads(copies[0].read_text(encoding="utf-8"))
-    setup = next(c for c in notebook["cells"] if book.SETUP_TAG in _tags(c))
+    setup = next(c for c in notebook["cells"] if setup_cell.SETUP_TAG in _tags(c))
     setup["source"] = ["# an old set-up cell\n"]
     stale.write_text(json.dumps(notebook), encoding="utf-8")
     paths = copies + [bare, stale]
 
-    changed = set(book.stamp(paths))
+    changed = set(setup_cell.stamp(paths, ROOT))
     assert {str(bare), str(stale)} <= changed
-    if not book.check(NOTEBOOKS):  # the real notebooks are current: their copies did not change
+    if not setup_cell.check(NOTEBOOKS, ROOT):  # the real notebooks are current: their copies did not change
         assert not changed & {str(c) for c in copies}
-    assert book.check(paths) == []
+    assert setup_cell.check(paths, ROOT) == []
     first = {p: p.read_bytes() for p in paths}
-    assert book.stamp(paths) == []
+    assert setup_cell.stamp(paths, ROOT) == []
     assert {p: p.read_bytes() for p in paths} == first
     cells = json.loads(bare.read_text(encoding="utf-8"))["cells"]
     assert [c["cell_type"] for c in cells] == ["markdown", "code", "code"]
-    assert book.SETUP_TAG in _tags(cells[1]) and _source(cells[2]) == "print(1)"
+    assert setup_cell.SETUP_TAG in _tags(cells[1]) and _source(cells[2]) == "print(1)"
+
+
+def test_the_authoring_tools_find_the_checkout_or_take_root(tmp_path, monkeypatch, capsys):
+    from course_pkg.authoring.__main__ import main
+    from course_pkg.authoring.notebook_files import find_root
+
+    monkeypatch.chdir(BOOK)  # from a folder inside the checkout: its top folder
+    assert find_root() == ROOT and chapter_notebooks() == NOTEBOOKS
+    monkeypatch.chdir(tmp_path)  # outside any checkout: the one named, else course_pkg's own
+    assert find_root(ROOT) == ROOT and find_root() == ROOT
+    assert main(["check", "--root", str(ROOT)]) == 0
+    (tmp_path / "book").mkdir()  # a checkout without _config.yml: the set-up cell cannot be made
+    with pytest.raises(FileNotFoundError):
+        main(["check", "--root", str(tmp_path), str(NOTEBOOKS[0])])
+    assert capsys.readouterr().out == ""

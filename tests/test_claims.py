@@ -1,6 +1,6 @@
 """The claims a chapter prints, and what a learner with one framework sees of them.
 
-``course_pkg.claims`` reads the stored outputs; ``book/conftest.py`` uses it in CI's
+``course_pkg.authoring.claims`` reads the stored outputs; ``book/conftest.py`` uses it in CI's
 single-framework nbval passes. Here: its rules on small notebooks, each chapter's
 coverage (at least 90% of its claims about one framework or neither, per framework), and
 the conftest in a real nbval run.
@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from course_pkg import book, claims
+from course_pkg.authoring import claims
+from course_pkg.authoring.frameworks import FrameworkMarkError, mark_frameworks
+from course_pkg.authoring.notebook_files import chapter_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = book.chapter_notebooks()
+NOTEBOOKS = chapter_notebooks(ROOT)
 
 
 def code(source, outputs="", tags=(), cell_id=None):
@@ -107,7 +109,7 @@ def test_the_script_keeps_a_per_framework_cell_neutral_and_its_readers_out():
                   code("table = {name: float(v) for name, v in runs.items()}\nprint(table)\n",
                        tags=["per-framework"], cell_id="d"),
                   code("print(table)\n", cell_id="e"))
-    book.mark_frameworks(nb)
+    mark_frameworks(nb)
     tags = {c["id"]: c["metadata"]["tags"] for c in nb["cells"]}
     assert tags["d"] == ["per-framework"]  # runs under every choice, no marker
     assert not "".join(nb["cells"][4]["source"]).startswith("#")
@@ -117,11 +119,11 @@ def test_the_script_keeps_a_per_framework_cell_neutral_and_its_readers_out():
 def test_the_script_refuses_a_per_framework_cell_that_reads_one_frameworks_name():
     nb = notebook(code("tf_losses = [1.0]\n", tags=["tensorflow"], cell_id="a"),
                   code("print(tf_losses)\n", tags=["per-framework"], cell_id="b"))
-    with pytest.raises(book.FrameworkMarkError, match="cell b .per-framework. reads tf_losses"):
-        book.mark_frameworks(nb)
+    with pytest.raises(FrameworkMarkError, match="cell b .per-framework. reads tf_losses"):
+        mark_frameworks(nb)
     nb = notebook(code("x = 1\n", tags=["per-framework", "pytorch"], cell_id="c"))
-    with pytest.raises(book.FrameworkMarkError, match="runs under every choice"):
-        book.mark_frameworks(nb)
+    with pytest.raises(FrameworkMarkError, match="runs under every choice"):
+        mark_frameworks(nb)
 
 
 # ------------------------------------------------------------------ book/conftest.py in nbval

@@ -467,7 +467,7 @@ def test_grader_refuses_notebooks_without_exercises(capsys, tmp_path):
 # --------------------------------------------------------------------------- the student site
 
 def test_student_site_has_no_solution_text(tmp_path):
-    from course_pkg.exercises.notebooks import build_site
+    from course_pkg.exercises.site import build_site
 
     before = _digest(BOOK)
     site = build_site(ROOT, tmp_path / "site", seed=SEED, quiet=True)

@@ -25,6 +25,9 @@ CASES = [
     ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.grading", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.exercises.cell_times", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.notebook", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg.authoring.__main__", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.tensorflow", ["torch"]),
     ("course_pkg.torch", ["tensorflow", "keras"]),
 ]

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from course_pkg import book, notebook
-from course_pkg.book import cell_tags, source_text
+from course_pkg import notebook
+from course_pkg.authoring import frameworks as marking
+from course_pkg.authoring import setup_cell
+from course_pkg.authoring.__main__ import main as authoring_main
+from course_pkg.authoring.notebook_files import cell_tags, chapter_notebooks, source_text
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = book.chapter_notebooks(ROOT / "book")
+NOTEBOOKS = chapter_notebooks(ROOT)
 TAB_TAGS = {"tensorflow": "tensorflow", "pytorch": "pytorch"}
 
 
@@ -253,7 +256,7 @@ def test_the_choice_imports_no_other_framework(choice, forbidden):
 
 
 def test_the_setup_cell_chooses_and_imports_no_framework():
-    source = book.setup_source()
+    source = setup_cell.setup_source(ROOT)
     assert 'FRAMEWORK = ""  # @param ["", "pytorch", "tensorflow", "both"]' in source
     assert "use_frameworks(FRAMEWORK)" in source
     assert "import tensorflow" not in source and "import torch" not in source
@@ -264,12 +267,12 @@ def test_the_setup_cell_chooses_and_imports_no_framework():
 def test_markers_and_tags_agree(path):
     """Every framework-tagged cell starts with its marker, every marker has its tag, the
     import cells are split and every cell that reads both frameworks is a comparison cell:
-    ``python -m course_pkg.book frameworks`` has nothing left to do."""
+    ``python -m course_pkg.authoring frameworks`` has nothing left to do."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        if cell["cell_type"] != "code" or book.SETUP_TAG in cell_tags(cell):
+        if cell["cell_type"] != "code" or setup_cell.SETUP_TAG in cell_tags(cell):
             continue
-        tags = [t for t in cell_tags(cell) if t in book.FRAMEWORK_MARKERS]
+        tags = [t for t in cell_tags(cell) if t in marking.FRAMEWORK_MARKERS]
         first = source_text(cell).split("\n", 1)[0]
         found = notebook.marker(first)
         where = f"{path.name} cell {cell.get('id')}"
@@ -280,10 +283,10 @@ def test_markers_and_tags_agree(path):
             continue
         tag = "both-frameworks" if "both-frameworks" in tags else tags[0]
         assert found is not None, f"{where}: tagged {tag} but its first line is {first!r}"
-        assert first == book.FRAMEWORK_MARKERS[tag] or (
+        assert first == marking.FRAMEWORK_MARKERS[tag] or (
             tag == "both-frameworks" and first.startswith("# Both frameworks:")), where
-    changes = book.mark_frameworks(copy.deepcopy(nb), where=path.name, stem=path.stem)
-    assert changes == [], "run: python -m course_pkg.book frameworks\n" + "\n".join(changes)
+    changes = marking.mark_frameworks(copy.deepcopy(nb), where=path.name, stem=path.stem)
+    assert changes == [], "run: python -m course_pkg.authoring frameworks\n" + "\n".join(changes)
 
 
 def _imported_roots(source):
@@ -336,7 +339,7 @@ def test_the_script_splits_tags_marks_and_is_idempotent(tmp_path):
     stored = [{"output_type": "stream", "name": "stdout", "text": "0.5\n"}]
     nb = _notebook(
         {"cell_type": "markdown", "metadata": {}, "source": "# 9. Title", "id": "m"},
-        _code(book.setup_source(), tags=[book.SETUP_TAG], cell_id=book.SETUP_TAG),
+        _code(setup_cell.setup_source(ROOT), tags=[setup_cell.SETUP_TAG], cell_id=setup_cell.SETUP_TAG),
         _code("import numpy as np\nimport tensorflow as tf\nimport torch\n"
               "from course_pkg import data, tensorflow as ctf, torch as cpt\n\n"
               "np.set_printoptions(precision=4)\n# where tensors go\n"
@@ -352,10 +355,10 @@ def test_the_script_splits_tags_marks_and_is_idempotent(tmp_path):
     )
     path = tmp_path / "09_x.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
-    changes = book.frameworks([path])
+    changes = marking.frameworks([path])
     assert changes
     cells = {c["id"]: c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]}
-    assert list(cells) == ["m", book.SETUP_TAG, "imports", "imports-tensorflow", "imports-pytorch",
+    assert list(cells) == ["m", setup_cell.SETUP_TAG, "imports", "imports-tensorflow", "imports-pytorch",
                            "tf", "pt", "compare", "torch-only", "neutral", "after"]
     assert source_text(cells["imports"]) == ("import numpy as np\nfrom course_pkg import data\n\n"
                                          "np.set_printoptions(precision=4)")
@@ -374,11 +377,11 @@ def test_the_script_splits_tags_marks_and_is_idempotent(tmp_path):
     assert source_text(cells["torch-only"]).startswith("# PyTorch only\n")
     assert cell_tags(cells["neutral"]) == [] and source_text(cells["neutral"]).startswith("def f")
     assert cell_tags(cells["after"]) == ["both-frameworks"]
-    assert source_text(cells[book.SETUP_TAG]) == book.setup_source()
+    assert source_text(cells[setup_cell.SETUP_TAG]) == setup_cell.setup_source(ROOT)
     before = path.read_bytes()
-    assert book.frameworks([path]) == []
+    assert marking.frameworks([path]) == []
     assert path.read_bytes() == before
-    assert book.main(["frameworks", "--check", str(path)]) == 0
+    assert authoring_main(["frameworks", "--check", str(path)]) == 0
 
 
 def test_the_script_respects_human_decisions(tmp_path):
@@ -388,7 +391,7 @@ def test_the_script_respects_human_decisions(tmp_path):
               tags=["both-frameworks"], cell_id="why"),
         _code("print(type(tf), type(torch))", tags=["framework-neutral"], cell_id="neutral"),
     )
-    changes = book.mark_frameworks(nb)
+    changes = marking.mark_frameworks(nb)
     assert all("cell why" not in c and "cell neutral" not in c for c in changes), changes
     assert source_text(nb["cells"][-2]).startswith("# Both frameworks: the same weights")
     assert cell_tags(nb["cells"][-1]) == ["framework-neutral"]
@@ -397,7 +400,7 @@ def test_the_script_respects_human_decisions(tmp_path):
 def test_the_script_marks_the_assignment_edition():
     cell = _code("x = tf.ones(3)", tags=["tensorflow", "assignment-replace"], cell_id="a")
     cell["metadata"]["assignment"] = {"source": "# Assignment edition: smaller\nx = tf.ones(1)"}
-    book.mark_frameworks(_notebook(cell))
+    marking.mark_frameworks(_notebook(cell))
     assert cell["metadata"]["assignment"]["source"].startswith("# TensorFlow\n# Assignment edition")
 
 
@@ -413,22 +416,22 @@ def test_the_script_marks_the_assignment_edition():
                                                               "text": "hi"}])], "split it by hand"),
 ])
 def test_the_script_fails_loudly(cells, match):
-    with pytest.raises(book.FrameworkMarkError, match=match):
-        book.mark_frameworks(_notebook(*cells))
-    assert book.main  # the command line turns it into exit status 2 (below)
+    with pytest.raises(marking.FrameworkMarkError, match=match):
+        marking.mark_frameworks(_notebook(*cells))
+    assert authoring_main  # the command line turns it into exit status 2 (below)
 
 
 def test_the_command_line_exit_statuses(tmp_path):
     bad = tmp_path / "bad.ipynb"
     bad.write_text(json.dumps(_notebook(_code("# PyTorch\nx = 1", cell_id="a"))), encoding="utf-8")
-    assert book.main(["frameworks", str(bad)]) == 2
+    assert authoring_main(["frameworks", str(bad)]) == 2
     todo = tmp_path / "todo.ipynb"
     todo.write_text(json.dumps(_notebook(_code("x = 1", tags=["pytorch"], cell_id="a"))), encoding="utf-8")
     before = todo.read_bytes()
-    assert book.main(["frameworks", "--check", str(todo)]) == 1
+    assert authoring_main(["frameworks", "--check", str(todo)]) == 1
     assert todo.read_bytes() == before
-    assert book.main(["frameworks", str(todo)]) == 0
-    assert book.main(["frameworks", "--check", str(todo)]) == 0
+    assert authoring_main(["frameworks", str(todo)]) == 0
+    assert authoring_main(["frameworks", "--check", str(todo)]) == 0
 
 
 def test_a_skipped_cell_that_needs_both_frameworks_gives_its_own_reason():

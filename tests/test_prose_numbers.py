@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from course_pkg.book import cell_tags, chapter_notebooks, source_text
+from course_pkg.authoring.notebook_files import cell_tags, chapter_notebooks, source_text
 
 # Constants the prose may quote although no compared cell prints them: value -> where it comes from.
 CONSTANTS = {

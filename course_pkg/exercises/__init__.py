@@ -26,9 +26,8 @@ Importing this module imports neither framework.
 
 from __future__ import annotations
 
-import numpy as np
-
-from .catalog import BOOK_SEED, EXERCISES, Exercise, _to_numpy, for_chapter, get
+from .catalog import BOOK_SEED, EXERCISES, Exercise, for_chapter, get
+from .comparison import compare
 
 __all__ = ["BOOK_SEED", "EXERCISES", "Exercise", "check", "for_chapter", "get"]
 
@@ -48,43 +47,5 @@ def check(exercise_id, answer, **params):
                              f"got {type(answer).__name__}")
     expected = exercise.expected(**params)
     got = exercise.result(answer, params)
-    _compare(exercise, got, expected, exercise.answer + "(...)")
+    compare(exercise, got, expected, exercise.answer + "(...)")
     print(f"Exercise {exercise.id} ({exercise.title}): correct, {exercise.points}/{exercise.points} points")
-
-
-def _compare(exercise, got, expected, what):
-    prefix = f"Exercise {exercise.id}: {what}"
-    if got is None or (isinstance(got, (tuple, list)) and any(value is None for value in got)
-                       and _is_numeric_list(expected)):
-        raise AssertionError(f"{prefix} returned None; did the function forget its return?")
-    if isinstance(expected, (tuple, list)) and not _is_numeric_list(expected):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            raise AssertionError(f"{prefix} should return {len(expected)} values, got "
-                                 f"{len(got) if isinstance(got, (tuple, list)) else type(got).__name__}")
-        for i, (g, e) in enumerate(zip(got, expected)):
-            _compare(exercise, g, e, f"{what}[{i}]")
-        return
-    try:
-        got = _to_numpy(got)
-    except Exception as error:  # e.g. a tensor on a device or a ragged list
-        name = getattr(got, "type_name", type(got).__name__)  # the grader's stand-in names the type
-        raise AssertionError(f"{prefix} returned a {name} that is not an array: {error}")
-    expected = np.asarray(expected)
-    if got.shape != expected.shape:
-        raise AssertionError(f"{prefix} has shape {got.shape}, expected {expected.shape}")
-    if got.dtype.kind not in "biuf":
-        raise AssertionError(f"{prefix} holds {got.dtype} values, expected numbers")
-    if exercise.exact:
-        wrong = got != expected
-    else:
-        wrong = ~np.isclose(got.astype(np.float64), expected, rtol=exercise.rtol, atol=exercise.atol)
-    if wrong.any():
-        where = tuple(int(i) for i in np.argwhere(wrong)[0])
-        raise AssertionError(
-            f"{prefix}: {int(wrong.sum())} of {wrong.size} values differ from the reference; "
-            f"first at index {where}: got {got[where].item()!r}, expected {expected[where].item()!r}")
-
-
-def _is_numeric_list(values):
-    """A list of numbers (one result per case) rather than several results."""
-    return all(isinstance(v, (int, float, np.integer, np.floating)) for v in values)

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                 print(f"  {name}")
             return 0
         if args.command == "site":
-            from .notebooks import build_site
+            from .site import build_site
 
             out = build_site(args.root, args.out, args.seed, args.force)
             print(f"student edition (seed {args.seed}): {out / 'index.html'}")
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
 
 
 def _time(args) -> int:
-    from .timing import expected_error, report, run_timed
+    from .cell_times import expected_error, report, run_timed
 
     failed = False
     for path in args.notebooks:

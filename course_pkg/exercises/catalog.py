@@ -111,15 +111,6 @@ def _padded_tokens(rng, rows, length, low=3, high=30) -> str:
     return _ints(tokens)
 
 
-def _to_numpy(value):
-    """NumPy, TensorFlow and PyTorch results alike (no framework is imported here)."""
-    if hasattr(value, "detach"):  # torch.Tensor
-        value = value.detach().cpu().numpy()
-    elif hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # tf.Tensor
-        value = value.numpy()
-    return np.asarray(value)
-
-
 # --------------------------------------------------------------------------- the exercises
 
 def _per_case(answer, params):

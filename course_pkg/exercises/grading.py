@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _compare
 from .catalog import BOOK_SEED, EXERCISES, for_chapter, get
+from .comparison import compare
 from .notebooks import (
     METADATA_KEY,
     ROLES,
@@ -325,7 +325,7 @@ def probe_cell(exercise, seed, out):
 
 
 class _NotArray:
-    """A result the kernel could not turn into an array (``_compare`` names its type)."""
+    """A result the kernel could not turn into an array (``compare`` names its type)."""
 
     def __init__(self, type_name, error):
         self.type_name, self.error = type_name, error
@@ -399,7 +399,7 @@ def score_probe(exercise, seed, report, cell_error=None):
     except (KeyError, TypeError, ValueError, IndexError) as error:
         return f"the grader could not read {exercise.answer}'s result: {error}"
     try:
-        _compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)")
+        compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)")
     except AssertionError as error:
         return f"AssertionError: {_short(error)}"
     return ""

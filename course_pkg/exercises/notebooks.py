@@ -1,4 +1,4 @@
-"""Student notebooks, answer keys and the student edition of the book, made from the chapters.
+"""Student notebooks and answer keys, made from the chapters (the student site: :mod:`.site`).
 
 Everything is computed in memory and checked first; files are written only when every notebook
 is well-formed, so a malformed marker writes nothing. The chapter notebooks are only read.
@@ -11,13 +11,10 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from ..book import SETUP_TAG, source_text
+from ..authoring.notebook_files import source_text
+from ..authoring.setup_cell import SETUP_TAG
 from ..common.files import atomic_write
 from .catalog import BOOK_SEED, for_chapter
 
@@ -445,60 +442,3 @@ def build(source, out, seed=BOOK_SEED, chapters=None, force=False) -> list:
     files = plan_build(source, seed, chapters)
     write_files(out, files, force)
     return sorted(files)
-
-
-# --------------------------------------------------------------------------- the student site
-
-def _student_config(text) -> str:
-    import yaml
-
-    config = yaml.safe_load(text)
-    config["title"] = f"{config.get('title', 'The course')} (student edition)"
-    config.pop("launch_buttons", None)  # Colab would open the instructors' notebooks
-    html = config.setdefault("html", {})
-    html["use_repository_button"] = False
-    html["use_edit_page_button"] = False
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
-
-
-def stage_site(root, stage, seed=BOOK_SEED):
-    """Copy the book under ``stage`` with every chapter turned into its ``site`` edition."""
-    root, stage = Path(root), Path(stage)
-    for name in ("_config.yml", "_toc.yml", "course_pkg"):
-        if not (root / name).exists():
-            raise ExerciseError(f"{root} has no {name}: pass --root with the repository's top folder")
-    notebooks = find_chapters(root / "book")
-    editions = {path.name: write_json(make_edition(read_notebook(path), path, seed, "site"))
-                for path in notebooks}  # all checked before anything is copied
-    shutil.copytree(root / "book", stage / "book",
-                    ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "*.ipynb"))
-    for path in (root / "book").glob("*.ipynb"):
-        text = editions.get(path.name)
-        if text is None:
-            text = path.read_text(encoding="utf-8")
-        atomic_write(stage / "book" / path.name, text)
-    # the chapters show the package's real source (literalinclude ../course_pkg/...)
-    shutil.copytree(root / "course_pkg", stage / "course_pkg",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    atomic_write(stage / "_toc.yml", (root / "_toc.yml").read_text(encoding="utf-8"))
-    atomic_write(stage / "_config.yml", _student_config((root / "_config.yml").read_text(encoding="utf-8")))
-
-
-def build_site(root, out, seed=BOOK_SEED, force=False, quiet=False):
-    """Build the student edition of the book (no solution text anywhere) into ``out``."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ExerciseError(f"{out} is not empty; choose a new --out or pass --force")
-    with tempfile.TemporaryDirectory(prefix="course-student-site-") as stage:
-        stage_site(root, stage, seed)
-        command = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",
-                   "build", stage, "-W", "-n", "--keep-going", "--all"]
-        result = subprocess.run(command, capture_output=quiet, text=True)
-        if result.returncode != 0:
-            detail = (result.stdout or "")[-3000:] + (result.stderr or "")[-3000:] if quiet else ""
-            raise ExerciseError(f"jupyter-book failed on the student edition (exit {result.returncode})"
-                                f"{': ' + detail if detail else ''}")
-        if out.exists():
-            shutil.rmtree(out)
-        shutil.copytree(Path(stage) / "_build" / "html", out)
-    return out

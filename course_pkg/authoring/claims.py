@@ -7,7 +7,8 @@ framework or about neither; only the claims that compare the two frameworks are 
 to miss. This module reads a notebook's stored outputs and says, for each choice, which
 claim lines a run prints and which it misses. ``book/conftest.py`` uses it in CI's
 single-framework passes (a chapter that prints fewer than :data:`MIN_COVERAGE` of its
-claims fails), and ``tests/test_claims.py`` in the unit tests.
+claims fails), and ``tests/test_claims.py`` in the unit tests: it reads stored notebooks
+from a checkout, and no chapter imports it when it runs.
 
 A claim line **concerns** a framework when it names it (``TensorFlow``, Keras, ``tf.``;
 ``PyTorch``, ``torch``) and **compares the two** when it names both or says "both
@@ -26,7 +27,8 @@ import json
 import re
 from pathlib import Path
 
-from .notebook import skip_reason
+from ..notebook import marker, skip_reason
+from .notebook_files import cell_tags, source_text
 
 #: The tag of a neutral cell that prints one line per framework that ran (see the module docstring).
 PER_FRAMEWORK_TAG = "per-framework"
@@ -40,15 +42,6 @@ _MENTIONS = {
     "pytorch": re.compile(r"PyTorch|\btorch\b"),
 }
 _BOTH = re.compile(r"both frameworks", re.IGNORECASE)
-
-
-def _tags(cell) -> list:
-    return cell.get("metadata", {}).get("tags", [])
-
-
-def _source(cell) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
 
 
 def _stream_text(output) -> str:
@@ -83,7 +76,7 @@ def expected_outputs(cell, choice: str) -> list:
     in a ``per-framework`` cell under one framework, whose stream lines that begin with
     the other framework's name are dropped."""
     outputs = cell.get("outputs", [])
-    if choice == "both" or PER_FRAMEWORK_TAG not in _tags(cell):
+    if choice == "both" or PER_FRAMEWORK_TAG not in cell_tags(cell):
         return outputs
     kept = []
     for output in outputs:
@@ -107,9 +100,7 @@ def _load(notebook):
 
 def _cell_framework(cell) -> set:
     """The framework a cell's marker gives it (a tab's or an ``only`` cell), else ``set()``."""
-    from .notebook import marker
-
-    found = marker(_source(cell).lstrip("\n").split("\n", 1)[0])
+    found = marker(source_text(cell).lstrip("\n").split("\n", 1)[0])
     return {found[1]} if found and found[1] else set()
 
 
@@ -119,7 +110,7 @@ def claim_lines(notebook, choice: str = "both") -> list:
     of the cell that prints it). A cell skipped under ``choice`` prints none of its lines."""
     found = []
     for cell in _load(notebook).get("cells", []):
-        if cell.get("cell_type") != "code" or skip_reason(_source(cell), choice) is not None:
+        if cell.get("cell_type") != "code" or skip_reason(source_text(cell), choice) is not None:
             continue
         own = _cell_framework(cell)
         for output in expected_outputs(cell, choice):
