@@ -165,14 +165,14 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of replicas that share each batch: processes in PyTorch, devices in TensorFlow (1
-        without distribution)."""
+        """The number of replicas that share each batch (processes in PyTorch, devices in TensorFlow;
+        1 without distribution)."""
         return 1 if self._strategy is None else int(self._strategy.num_replicas_in_sync)
 
     @property
     def is_chief(self):
-        """Whether this process writes checkpoints and shows progress: process 0 in PyTorch, the chief
-        or worker 0 in TensorFlow, or the only one."""
+        """Whether this process writes checkpoints and shows progress (process 0 in PyTorch, the chief
+        or worker 0 in TensorFlow, or the only one)."""
         resolver = getattr(self._strategy, "cluster_resolver", None)
         task_type = getattr(resolver, "task_type", None)
         return task_type is None or task_type == "chief" or (task_type == "worker" and resolver.task_id == 0)

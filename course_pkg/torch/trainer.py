@@ -147,14 +147,14 @@ class Trainer:
 
     @property
     def num_replicas(self):
-        """The number of replicas that share each batch: processes in PyTorch, devices in TensorFlow (1
-        without distribution)."""
+        """The number of replicas that share each batch (processes in PyTorch, devices in TensorFlow;
+        1 without distribution)."""
         return self._world or 1
 
     @property
     def is_chief(self):
-        """Whether this process writes checkpoints and shows progress: process 0 in PyTorch, the chief
-        or worker 0 in TensorFlow, or the only one."""
+        """Whether this process writes checkpoints and shows progress (process 0 in PyTorch, the chief
+        or worker 0 in TensorFlow, or the only one)."""
         return self._rank == 0
 
     def any_process(self, flag):
