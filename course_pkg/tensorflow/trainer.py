@@ -28,15 +28,13 @@ from ..common.checks import (
     check_label_smoothing,
     check_length,
     check_precision,
-    check_token_dtype,
     check_token_range,
-    check_token_rank,
 )
 from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
 from .checkpoint import POLICIES, restore_checkpoint, save_checkpoint
 from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer
-from .tokens import is_integer
+from .tokens import check_token_ids, token_ids
 
 
 class Trainer:
@@ -186,9 +184,8 @@ class Trainer:
         return bool(self._strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy() > 0)
 
     def _tokens(self, tokens):
-        tokens = tf.convert_to_tensor(tokens)
-        check_token_dtype(is_integer(tokens), tokens.dtype.name)
-        check_token_rank(tokens.shape)
+        tokens = token_ids(tokens)
+        check_token_ids(tokens)
         return tf.cast(tokens, tf.int64)
 
     def _batch(self, src, tgt_in, tgt_out):

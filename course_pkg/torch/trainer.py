@@ -27,14 +27,12 @@ import torch
 from ..common.checks import (
     check_label_smoothing,
     check_precision,
-    check_token_dtype,
-    check_token_rank,
 )
 from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
 from .checkpoint import restore_checkpoint, save_checkpoint
 from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer
-from .tokens import is_integer, token_ids
+from .tokens import check_token_ids, token_ids
 
 
 class Trainer:
@@ -175,8 +173,7 @@ class Trainer:
 
     def _tokens(self, tokens):
         tokens = token_ids(tokens)
-        check_token_dtype(is_integer(tokens), str(tokens.dtype))
-        check_token_rank(tokens.shape)
+        check_token_ids(tokens)
         return tokens.to(self.device, non_blocking=True)
 
     def _batch(self, src, tgt_in, tgt_out):
