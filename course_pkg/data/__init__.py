@@ -23,7 +23,8 @@ Conventions, shared by every function here and in the framework modules:
 
 Real sentence pairs (tab-separated files such as the Tatoeba / ManyThings
 exports) load with :func:`load_tsv_pairs`; :data:`SAMPLE_TSV` is a tiny
-English-French sample written for the course.
+English-French sample written for the course, and :data:`EVERYDAY_TSV` (read whole by
+:func:`make_everyday_corpus`) the course's corpus of everyday sentences, CC0, split by sentence.
 
 Every name is importable from ``course_pkg.data``; the modules hold one concern each:
 ``num2words_cache`` (numbers in words, cached), ``corpora`` (:class:`Corpus` and
@@ -37,7 +38,7 @@ from . import mlm as _mlm
 from . import tokenizer as _tokenizer
 from . import tsv as _tsv
 from .batching import Batches, encode_pairs, make_batches, pad_batch
-from .corpora import Corpus, make_number_corpus, make_number_list_corpus, split_pairs
+from .corpora import Corpus, make_everyday_corpus, make_number_corpus, make_number_list_corpus, split_pairs
 from .mlm import (
     encode_prompts,
     make_number_classification,
@@ -59,6 +60,8 @@ GLUE_TOKEN = _tokenizer.GLUE_TOKEN
 """Emitted where the text has no space although the spacing rules would put one."""
 SAMPLE_TSV = _tsv.SAMPLE_TSV
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""
+EVERYDAY_TSV = _tsv.EVERYDAY_TSV
+"""The course's everyday English-French sentences (CC0): ``{"train": path, "valid": ..., "test": ...}``."""
 MASK = _mlm.MASK
 """The token that replaces most of the positions a masked language model must predict."""
 CLASSIFICATION_TASKS = _mlm.CLASSIFICATION_TASKS
@@ -66,8 +69,9 @@ CLASSIFICATION_TASKS = _mlm.CLASSIFICATION_TASKS
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIAL_TOKENS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "SPACE_TOKEN", "GLUE_TOKEN", "SAMPLE_TSV",
+    "SPACE_TOKEN", "GLUE_TOKEN", "SAMPLE_TSV", "EVERYDAY_TSV",
     "supported_languages", "number_words", "make_number_corpus", "make_number_list_corpus",
+    "make_everyday_corpus",
     "split_pairs", "Corpus",
     "load_tsv_pairs", "Tokenizer", "Vocab",
     "pad_batch", "encode_pairs", "make_batches", "Batches",

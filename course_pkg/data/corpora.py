@@ -10,6 +10,7 @@ import numpy as np
 from ..common.checks import check_count, check_language
 from .num2words_cache import supported_languages, words_for
 from .tokenizer import Tokenizer
+from .tsv import EVERYDAY_TSV, load_tsv_pairs
 
 
 @dataclass(frozen=True, repr=False)
@@ -228,6 +229,31 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
 
     pairs = list(zip(texts(src_lang), texts(tgt_lang)))
     return split_corpus(pairs, lists, n_train, n_valid, src_lang, tgt_lang)
+
+
+def make_everyday_corpus(src_lang="fr", tgt_lang="en") -> Corpus:
+    """The course's everyday sentence pairs, in their shipped train / valid / test split.
+
+    Everyday sentences of 3 to 15 words (questions, negations, several tenses,
+    numbers, names), written for the course in English and French sentence by
+    sentence and released CC0: nothing is downloaded. The split is fixed (the
+    files :data:`EVERYDAY_TSV`), by sentence: no English or French sentence of
+    the test split occurs in training.
+
+    Args:
+        src_lang, tgt_lang: ``"fr"`` and ``"en"`` in either order.
+
+    Returns:
+        a :class:`Corpus` of ``(source_text, target_text)`` pairs.
+    """
+    langs = ("en", "fr")
+    if src_lang not in langs or tgt_lang not in langs or src_lang == tgt_lang:
+        raise ValueError(f"src_lang and tgt_lang must be 'fr' and 'en' (either order), "
+                         f"got {src_lang!r} and {tgt_lang!r}")
+    cols = dict(src_col=langs.index(src_lang), tgt_col=langs.index(tgt_lang))
+    splits = {name: load_tsv_pairs(path, **cols) for name, path in EVERYDAY_TSV.items()}
+    return Corpus(train=splits["train"], valid=splits["valid"], test=splits["test"],
+                  src_lang=src_lang, tgt_lang=tgt_lang)
 
 
 def split_pairs(pairs, splits=(0.8, 0.1, 0.1), seed=0) -> Corpus:

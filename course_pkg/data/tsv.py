@@ -10,6 +10,15 @@ from ..common.checks import check_count
 SAMPLE_TSV = Path(__file__).resolve().parent.parent / "sample_data" / "eng-fra-sample.tsv"
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""
 
+EVERYDAY_TSV = {split: SAMPLE_TSV.parent / f"eng-fra-everyday-{split}.tsv"
+                for split in ("train", "valid", "test")}
+"""The course's everyday English-French sentences, by split: ``{"train": path, "valid": path, "test": path}``.
+
+Written for the course sentence by sentence and released CC0 (each line's third column says so);
+split once, by sentence, and shipped split: no sentence of one split occurs in another. Read one
+with :func:`load_tsv_pairs`, or all three with :func:`course_pkg.data.make_everyday_corpus`.
+"""
+
 
 def load_tsv_pairs(path, src_col=0, tgt_col=1, max_pairs=None) -> list:
     """Read sentence pairs from a tab-separated file.
