@@ -253,8 +253,8 @@ def test_byte_level_training_learns_the_merges_of_tokenizers(tmp_path, vocab_siz
 def _gpt2_oracles(vocab_file, merges_file):
     from transformers import GPT2Tokenizer, GPT2TokenizerFast
 
-    hf = GPT2Tokenizer(vocab=str(vocab_file), merges=str(merges_file))
-    fast = GPT2TokenizerFast(vocab=str(vocab_file), merges=str(merges_file))
+    hf = GPT2Tokenizer(str(vocab_file), str(merges_file))  # transformers 5: GPT2TokenizerFast is this class
+    fast = GPT2TokenizerFast(str(vocab_file), str(merges_file))
     rust = Tokenizer(models.BPE.from_file(str(vocab_file), str(merges_file)))
     rust.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     rust.decoder = decoders.ByteLevel()
@@ -308,8 +308,8 @@ def _bert_oracles(path, lowercase):
     rust.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     rust.decoder = decoders.WordPiece()
     rust.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    return (BertTokenizer(vocab=str(path), do_lower_case=lowercase),
-            BertTokenizerFast(vocab=str(path), do_lower_case=lowercase), rust)
+    return (BertTokenizer(str(path), do_lower_case=lowercase),
+            BertTokenizerFast(str(path), do_lower_case=lowercase), rust)
 
 
 BERT_TEXTS = TEXTS + ["[MASK] is a [SEP] token", "a" * 100, "a" * 101, "ΣΊΣΥΦΟΣ"] + CORPUS[:50]
@@ -345,13 +345,13 @@ def test_wordpiece_round_trip_gives_the_normalized_words(bert_vocab):
 def test_where_bert_legacy_differs_and_the_course_follows_the_fast_tokenizer(bert_vocab):
     """transformers' pure-Python BertTokenizerLegacy lowercases with str.lower (word-final sigma)
     and NFC-normalises first; BertNormalizer lowercases char by char and does not."""
-    from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+    legacy_module = pytest.importorskip("transformers.models.bert.tokenization_bert_legacy")  # transformers 5
 
     path, lowercase = bert_vocab
     ours = WordPiece.from_file(path, lowercase=lowercase)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        legacy = BertTokenizerLegacy(vocab_file=str(path), do_lower_case=lowercase)
+        legacy = legacy_module.BertTokenizerLegacy(vocab_file=str(path), do_lower_case=lowercase)
     differ = [t for t in BERT_TEXTS if legacy(t)["input_ids"] != ours.encode(t)]
     if lowercase:
         assert differ == ["한국어 텍스트 and Ελληνικά ΟΔΟΣ"]

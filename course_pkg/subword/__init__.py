@@ -7,7 +7,7 @@ Three families of subword tokenizer, one module each, and the files they read an
   (:func:`train_bpe`, :class:`BPE`, :func:`subword_stats` for the vocabulary-size trade-off);
   the same merges as ``tokenizers.trainers.BpeTrainer``;
 * ``byte_level``: GPT-2's byte-level BPE (:class:`ByteLevelBPE`, :func:`bytes_to_unicode`,
-  :data:`GPT2_PATTERN`, :func:`train_byte_level_bpe`); the same ids as ``GPT2Tokenizer``;
+  ``GPT2_PATTERN``, :func:`train_byte_level_bpe`); the same ids as ``GPT2Tokenizer``;
 * ``wordpiece``: BERT's WordPiece (:class:`WordPiece`, :func:`bert_pre_tokenize`); the same
   ids as ``BertTokenizer``;
 * ``vocab_files``: ``vocab.json``, ``merges.txt`` and ``vocab.txt``, read with checks that name

@@ -235,7 +235,7 @@ class BPE:
 
     @classmethod
     def from_files(cls, vocab_file, merges_file, *, unk_token="<unk>", end_of_word_suffix="</w>") -> "BPE":
-        """Load from ``vocab.json`` and ``merges.txt`` (see :mod:`course_pkg.subword.vocab_files`)."""
+        """Load from ``vocab.json`` and ``merges.txt`` (the formats of ``vocab_files``)."""
         vocab = read_vocab_json(vocab_file)
         return cls(vocab, read_merges(merges_file, vocab), unk_token=unk_token,
                    end_of_word_suffix=end_of_word_suffix)

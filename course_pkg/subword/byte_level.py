@@ -4,7 +4,7 @@ Byte-level BPE (Radford et al., 2019) runs BPE on the UTF-8 *bytes* of a text, s
 every text can be encoded without an unknown token: the 256 bytes are the alphabet. To keep
 the merges printable, each byte is first written as one visible character
 (:func:`bytes_to_unicode`: a space is ``Ġ``, a newline ``Ċ``), and the text is cut into
-words by :data:`GPT2_PATTERN` (a word keeps the space before it: ``" world"`` -> ``Ġworld``)::
+words by ``GPT2_PATTERN`` (a word keeps the space before it: ``" world"`` -> ``Ġworld``)::
 
     tok = ByteLevelBPE.from_files("vocab.json", "merges.txt")   # GPT-2's own files, or yours
     tok.tokenize("Hello world")   # ['Hello', 'Ġworld'] with GPT-2's files
@@ -229,7 +229,7 @@ def train_byte_level_bpe(texts, vocab_size, *, min_frequency=2,
                          special_tokens=("<|endoftext|>",)) -> ByteLevelBPE:
     """Learn a byte-level BPE from sentences, as ``tokenizers``' ``ByteLevelBPETokenizer.train`` does.
 
-    The words are cut by :data:`GPT2_PATTERN`, written as byte symbols, and the alphabet is all
+    The words are cut by ``GPT2_PATTERN``, written as byte symbols, and the alphabet is all
     256 byte symbols (``initial_alphabet=pre_tokenizers.ByteLevel.alphabet()``), so any text
     can be encoded. Merges are learnt as :func:`~course_pkg.subword.learn_merges` learns them.
 

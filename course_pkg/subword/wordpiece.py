@@ -120,7 +120,7 @@ class WordPiece:
         lowercase: lowercase the text first (BERT's uncased models; ``do_lower_case``).
         strip_accents: remove accents; ``None``: as ``lowercase``.
         special_tokens: the tokens found whole in a text (each in ``vocab``); default
-            :data:`SPECIAL_TOKENS`.
+            ``SPECIAL_TOKENS`` (``[PAD] [UNK] [CLS] [SEP] [MASK]``).
         unk_token, cls_token, sep_token: the tokens of an unknown word and of the start and
             end that :meth:`encode` adds (each among ``special_tokens``).
         max_input_chars_per_word: a longer word becomes ``unk_token`` whole.
