@@ -19,7 +19,7 @@ Example::
     from course_pkg.subword import train_bpe
 
     tok = train_bpe(sentences, vocab_size=4000)
-    tok.tokenize("unbelievable")    # ['un', 'believ', 'able</w>'], depending on the corpus
+    tok.tokenize("unbelievable")    # e.g. ['un', 'believ', 'able</w>']: it depends on the corpus
 """
 
 from .bpe import BPE, WORD_PATTERN, learn_merges, pre_tokenize, subword_stats, train_bpe

@@ -3,10 +3,10 @@
 Training starts from single characters and repeatedly merges the most frequent pair of
 adjacent symbols into a new symbol, until the vocabulary has ``vocab_size`` tokens::
 
-    tok = train_bpe(["the cat sat on the mat", "the cats sat"], vocab_size=40)
-    tok.tokenize("the cats")   # ['the</w>', 'cats</w>']
-    tok.tokenize("the rat")    # ['the</w>', 'r', 'at</w>']
-    tok.decode(tok.encode("the rat"))   # 'the rat'
+    tok = train_bpe(["the cat sat on the mat", "the cats sat on the mats"], vocab_size=30)
+    tok.tokenize("the cats")   # ['the</w>', 'c', 'ats</w>']
+    tok.tokenize("the rat")    # ['the</w>', '<unk>', 'at</w>']: no "r" in the corpus
+    tok.decode(tok.encode("the rat"))   # 'the <unk>at'
 
 The word counts are kept with the pairs, and a merge updates only the words that hold the
 merged pair, so 25,000 words train to 4,000 tokens in about a second (the textbook version
