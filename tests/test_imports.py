@@ -22,6 +22,7 @@ CASES = [
     ("course_pkg.common.files", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.huggingface", ["torch", "tensorflow", "keras", "transformers"]),
     ("course_pkg.data", ["torch", "tensorflow", "keras"]),
+    ("course_pkg.subword", ["torch", "tensorflow", "keras", "numpy", "tokenizers", "transformers"]),
     ("course_pkg.exercises", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.notebooks", ["torch", "tensorflow", "keras"]),
     ("course_pkg.exercises.grading", ["torch", "tensorflow", "keras"]),
