@@ -358,3 +358,18 @@ def test_where_bert_legacy_differs_and_the_course_follows_the_fast_tokenizer(ber
         assert "".join(ours.tokenize("ΟΔΟΣ")).replace("##", "").endswith("σ")
     else:
         assert differ == ["decomposed e\u0301 and u\u0308ber"]
+
+
+def test_a_vocab_over_a_byte_level_bpe_keeps_its_ids_and_writes_text_back_exactly():
+    from course_pkg import data as D
+    from course_pkg.subword import train_byte_level_bpe
+
+    texts = ["Où est la gare ?", "I'm 12 years old.", "Il coûte 4,50 euros.", "Don't go!"] * 3
+    tok = train_byte_level_bpe(texts, 300, special_tokens=D.SPECIAL_TOKENS)
+    vocab = D.Vocab(tok.convert_ids_to_tokens(range(tok.vocab_size)), tok)
+    for text in texts + ["Déjà vu 👍🏽"]:
+        ids = vocab.encode(text, add_bos=True, add_eos=True)
+        assert ids[1:-1] == tok.encode(text)
+        assert vocab.decode(ids) == tok.detokenize(tok.tokenize(text)) == text
+    with pytest.raises(TypeError, match="save the tokenizer with its own save"):
+        vocab.to_json()

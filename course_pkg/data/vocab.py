@@ -28,7 +28,8 @@ class Vocab:
 
     Args:
         tokens: every token in id order, starting with the four special tokens.
-        tokenizer: the :class:`Tokenizer` that splits texts into these tokens.
+        tokenizer: the :class:`Tokenizer` that splits texts into these tokens, or a subword
+            tokenizer of :mod:`course_pkg.subword` (anything with ``tokenize`` and ``detokenize``).
     """
 
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
@@ -45,8 +46,11 @@ class Vocab:
         dupes = sorted({t for t, c in Counter(tokens).items() if c > 1})
         if dupes:
             raise ValueError(f"a Vocab's tokens must be unique, repeated: {dupes[:10]}")
-        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
-            raise TypeError(f"tokenizer must be a course_pkg.data.Tokenizer, got {type(tokenizer).__name__}")
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer) and not (
+                callable(getattr(tokenizer, "tokenize", None))
+                and callable(getattr(tokenizer, "detokenize", None))):
+            raise TypeError(f"tokenizer must be a course_pkg.data.Tokenizer or a subword tokenizer "
+                            f"(with tokenize and detokenize), got {type(tokenizer).__name__}")
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
         self.itos = tokens
         self.stoi = {t: i for i, t in enumerate(tokens)}
@@ -138,7 +142,15 @@ class Vocab:
 
     # -------------------------------------------------------------- persistence
     def to_json(self) -> str:
-        """The vocabulary and its tokenizer as a JSON string."""
+        """The vocabulary and its tokenizer as a JSON string.
+
+        Raises:
+            TypeError: the tokenizer is a subword tokenizer, whose files its own ``save``
+                writes (``vocab.json`` and ``merges.txt``).
+        """
+        if not isinstance(self.tokenizer, Tokenizer):
+            raise TypeError(f"a Vocab over a {type(self.tokenizer).__name__} is not saved as JSON: "
+                            "save the tokenizer with its own save() and rebuild the Vocab from it")
         return json.dumps({"format": VOCAB_FORMAT, "tokenizer": self.tokenizer.get_config(),
                            "tokens": self.itos}, ensure_ascii=False, indent=1)
 

@@ -305,7 +305,11 @@ class BPE:
             TypeError: ``ids`` is a str or holds a non-int.
             ValueError: an id outside ``0 .. vocab_size - 1``.
         """
-        tokens = self.convert_ids_to_tokens(ids)
+        return self.detokenize(self.convert_ids_to_tokens(ids))
+
+    def detokenize(self, tokens) -> str:
+        """The text of tokens (what :meth:`tokenize` returns), as :meth:`decode` writes it."""
+        tokens = list(tokens)
         suffix = self.end_of_word_suffix
         if not suffix:
             return " ".join(tokens)

@@ -211,9 +211,17 @@ class ByteLevelBPE:
             TypeError: ``ids`` is a str or holds a non-int.
             ValueError: an id outside ``0 .. vocab_size - 1``.
         """
+        return self.detokenize(ids_to_tokens(ids, self._tokens), errors=errors)
+
+    def detokenize(self, tokens, errors="replace") -> str:
+        """The text of tokens (what :meth:`tokenize` returns): their bytes, decoded as UTF-8.
+
+        What :class:`course_pkg.data.Vocab` calls to write a model's output back as text:
+        ``detokenize(tokenize(text)) == text`` for every text.
+        """
         data = bytearray()
         specials = set(self.special_tokens)
-        for token in ids_to_tokens(ids, self._tokens):
+        for token in tokens:
             if token in specials or any(c not in _CHAR_TO_BYTE for c in token):
                 data += token.encode("utf-8")
             else:
