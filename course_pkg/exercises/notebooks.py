@@ -24,7 +24,7 @@ ROLES = ("params", "solution", "check")
 CHAPTER = re.compile(r"^\d\d_\w+\.ipynb$")
 # Appendices are numbered notebooks of the book (toc, nbval, set-up cell) without graded exercises:
 # no Exercises section, no assignment edition. Listed here so that the exemption is explicit.
-APPENDICES = frozenset({"09_scaling"})
+APPENDICES = frozenset({"10_scaling"})
 METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, edition
 # Assignment editions (student notebooks and answer keys) run every cell within nbgrader's default
 # 30 s: a chapter marks the cells the assignment leaves out or replaces (book/AUTHORING.md).
