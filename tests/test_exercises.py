@@ -25,6 +25,7 @@ from course_pkg.exercises.__main__ import main as cli
 from course_pkg.exercises.notebooks import (
     APPENDICES,
     BEGIN,
+    DRAFTS,
     END,
     ExerciseError,
     exercise_of,
@@ -92,6 +93,20 @@ def test_appendices_are_exempt_from_exercises_explicitly():
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         assert not any("exercises" in c["metadata"].get("tags", []) or "exercise" in c["metadata"]
                        for c in cells)
+
+
+def test_drafts_are_exempt_until_their_exercises_exist():
+    """A chapter being written is a numbered notebook of the book whose exercises do not exist yet:
+    listed in DRAFTS (never an appendix), left out of find_chapters, with no exercise in the
+    catalog and no Exercises section. Once its exercises are written, it leaves DRAFTS."""
+    assert not DRAFTS & APPENDICES
+    for stem in DRAFTS:
+        path = BOOK / f"{stem}.ipynb"
+        assert path.exists() and path not in CHAPTERS
+        assert not exercises.for_chapter(stem), f"{stem} has exercises in the catalog: take it out of DRAFTS"
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        assert not any("exercises" in c["metadata"].get("tags", []) or "exercise" in c["metadata"]
+                       for c in cells), f"{stem} has an Exercises section: take it out of DRAFTS"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
