@@ -8,7 +8,7 @@ One command for anyone with a GPU:
 
 What it does, in order:
 
-1. Executes a copy of each chapter notebook (``book/0*.ipynb``; ``book/`` is never written) with
+1. Executes a copy of each chapter notebook (``book/NN_*.ipynb``; ``book/`` is never written) with
    nbclient in a fresh ``python3`` kernel of this interpreter, working in a temporary folder, once per
    framework mode (``COURSE_FRAMEWORK=pytorch`` or ``tensorflow`` in the kernel's environment: the
    set-up cell skips the other framework's cells), with a per-cell timeout (``--cell-timeout``).
@@ -161,7 +161,7 @@ def choose_frameworks(args):
 
 
 def find_chapters(numbers):
-    chapters = sorted(BOOK.glob("0*.ipynb"))
+    chapters = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
     if numbers is None:
         return chapters
     chosen = [p for p in chapters if int(p.name[:2]) in numbers]

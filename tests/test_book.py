@@ -66,8 +66,9 @@ def toc_files(toc_path=ROOT / "_toc.yml"):
     return files
 
 
-def test_there_are_eight_chapter_notebooks_and_the_appendix():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_"]
+def test_there_are_nine_chapter_notebooks_and_the_appendix():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_",
+                                               "10_"]
     assert NOTEBOOKS[-1].stem in APPENDICES  # no graded exercises: the exercises' tests leave it out
 
 

@@ -2,7 +2,7 @@
 
 A learner's model lives where the Trainer put it (CUDA on a Colab GPU), while the course hands
 it sources built on the CPU (``translate``, ``greedy_decode``, ``beam_search``, ``model(src,
-tgt)``). The GPU check (benchmarks/gpu_check.py) first found chapters 1, 2, 5, 6 and 7 failing
+tgt)``). The GPU check (benchmarks/gpu_check.py) first found chapters 1, 2, 5, 6 and 8 failing
 on an H100 ("Expected all tensors to be on the same device"): the decoders kept the source on
 the CPU. The probe tests run everywhere (a parameter on PyTorch's ``meta`` device stands for an
 accelerator); the CUDA tests run where PyTorch sees a GPU and compare with the same model on

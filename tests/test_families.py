@@ -1,4 +1,4 @@
-"""The model families of chapter 7: BERT, GPT and the classification head, in both frameworks.
+"""The model families of chapter 8: BERT, GPT and the classification head, in both frameworks.
 
 The oracle is Hugging Face ``transformers`` (pinned in requirements.txt, imported here only):
 small random configurations built offline, float32, eval mode, eager attention, weights

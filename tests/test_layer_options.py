@@ -1,4 +1,4 @@
-"""The layer options of the model families (chapter 7): pre-LN, the feed-forward activation,
+"""The layer options of the model families (chapter 8): pre-LN, the feed-forward activation,
 the LayerNorm epsilon, a decoder layer without cross-attention, learned positions.
 
 Three-way parity (NumPy = TensorFlow = torch <= 1e-5 with shared weights) for each option,

@@ -1,4 +1,4 @@
-"""The Vision Transformer (chapter 8): patches, the ViT, parity with NumPy and Hugging Face.
+"""The Vision Transformer (chapter 9): patches, the ViT, parity with NumPy and Hugging Face.
 
 Images are channels-last ``(batch, height, width, channels)`` in both frameworks; Hugging
 Face's ViT takes ``(batch, channels, height, width)``, so its inputs are transposed here.

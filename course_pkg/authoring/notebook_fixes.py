@@ -29,11 +29,11 @@ NOTEBOOK_FIXES = [
     # against Keras': comparisons, each in its tab.
     ("tag", "04_encoder", "04-073", "both-frameworks"),
     ("tag", "04_encoder", "04-077", "both-frameworks"),
-    # Chapter 7: the configurations are shared; only the parameter count printed is PyTorch's.
-    ("hoist", "07_families", "c07-19", "BERT_CONFIG = dict(", 'print(f"parameters of the tiny BERT',
-     "c07-19-config", ()),
-    ("hoist", "07_families", "c07-39", "GPT_CONFIG = dict(", 'print(f"parameters: GPT',
-     "c07-39-config", ("scores = {}  # held-out exact match of each model, filled in below",)),
+    # Chapter 8: the configurations are shared; only the parameter count printed is PyTorch's.
+    ("hoist", "08_families", "c08-19", "BERT_CONFIG = dict(", 'print(f"parameters of the tiny BERT',
+     "c08-19-config", ()),
+    ("hoist", "08_families", "c08-39", "GPT_CONFIG = dict(", 'print(f"parameters: GPT',
+     "c08-39-config", ("scores = {}  # held-out exact match of each model, filled in below",)),
     # Chapter 6: each framework's error analysis finds its own wrong translations (the table
     # before it, which compares the two, runs only with both).
     ("replace", "06_training", "c06-58", 'for i in wrong["TensorFlow"]:',
@@ -42,14 +42,14 @@ NOTEBOOK_FIXES = [
     ("replace", "06_training", "c06-59", 'for i in wrong["PyTorch"]:',
      "pt_wrong = [i for i, (g, r) in enumerate(zip(pt_greedy, test_references)) if g != r]\n"
      "for i in pt_wrong:"),
-    ("replace", "07_families", "c07-42",
+    ("replace", "08_families", "c08-42",
      'scores = {"TensorFlow GPT": exact_match(tf_gpt_answers, test_references)}',
      'scores["TensorFlow GPT"] = exact_match(tf_gpt_answers, test_references)'),
-    # Chapter 7: the TensorFlow GPT samples with the PyTorch GPT's weights, and PyTorch with its settings.
-    ("tag", "07_families", "c07-50", "both-frameworks"),
-    ("tag", "07_families", "c07-51", "both-frameworks"),
-    # Chapter 7: the TensorFlow tab converts Hugging Face's checkpoints, which need PyTorch.
-    ("tag", "07_families", "c07-68", "both-frameworks"),
+    # Chapter 8: the TensorFlow GPT samples with the PyTorch GPT's weights, and PyTorch with its settings.
+    ("tag", "08_families", "c08-50", "both-frameworks"),
+    ("tag", "08_families", "c08-51", "both-frameworks"),
+    # Chapter 8: the TensorFlow tab converts Hugging Face's checkpoints, which need PyTorch.
+    ("tag", "08_families", "c08-68", "both-frameworks"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Argument checks of the vision models (chapter 8), shared by both frameworks.
+"""Argument checks of the vision models (chapter 9), shared by both frameworks.
 
 Like :mod:`course_pkg.common.checks`: each framework turns its tensors' static facts
 (shape tuples, dtype names) into plain values and calls these functions, so that

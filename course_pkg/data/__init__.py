@@ -30,7 +30,7 @@ Every name is importable from ``course_pkg.data``; the modules hold one concern 
 ``num2words_cache`` (numbers in words, cached), ``corpora`` (:class:`Corpus` and
 the corpus makers), ``tsv`` (TSV files), ``tokenizer`` (:class:`Tokenizer`),
 ``vocab`` (special tokens and :class:`Vocab`), ``batching`` (padding, encoding,
-:class:`Batches`) and ``mlm`` (chapter 7's model families: masked-LM inputs, a classification
+:class:`Batches`) and ``mlm`` (chapter 8's model families: masked-LM inputs, a classification
 task, prompts for a decoder-only model).
 """
 

@@ -1,4 +1,4 @@
-"""Data for the model families of chapter 7: masked-LM inputs, a classification task, prompts.
+"""Data for the model families of chapter 8: masked-LM inputs, a classification task, prompts.
 
 Framework-free (Python and NumPy only), like the rest of :mod:`course_pkg.data`:
 

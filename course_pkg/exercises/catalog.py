@@ -266,13 +266,13 @@ EXERCISES = [
             "labels": repr(rng.integers(0, vocab, 4).tolist()), "vocab_size": repr(vocab),
             "epsilon": repr(float(rng.choice([0.1, 0.2, 0.3])))})(int(rng.integers(5, 9))),
         ref.smoothed_targets),
-    # 7. model families
+    # 8. model families
     Exercise(
-        "7.1", "07_families", "A prefix-LM mask for prompts and padding", 3, "prefix_lm_mask",
+        "8.1", "08_families", "A prefix-LM mask for prompts and padding", 3, "prefix_lm_mask",
         _prompt_batch, lambda tokens, prompt_lengths: ref.prefix_lm_mask(np.asarray(tokens), prompt_lengths),
         exact=True),
     Exercise(
-        "7.2", "07_families", "Top-k sampling probabilities", 2, "top_k_probabilities",
+        "8.2", "08_families", "Top-k sampling probabilities", 2, "top_k_probabilities",
         # Distinct values in every row: the k largest are one set (no tie at the k-th value).
         lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 8, replace=False)
                                                  for _ in range(3)]) / 10),
@@ -280,14 +280,14 @@ EXERCISES = [
                      "temperature": repr(float(rng.choice([0.5, 0.7, 1.0, 1.5, 2.0])))},
         ref.top_k_probabilities),
     Exercise(
-        "7.3", "07_families", "Masked-LM inputs: the 80/10/10 rule", 3, "mlm_inputs",
+        "8.3", "08_families", "Masked-LM inputs: the 80/10/10 rule", 3, "mlm_inputs",
         _mlm_draws,
         lambda tokens, select_draws, action_draws, random_tokens, mask_id, rate: ref.mlm_inputs(
             tokens, select_draws, action_draws, random_tokens, mask_id, rate),
         exact=True),
-    # ------------------------------------------------------------------ 8. vision (the ViT)
+    # ------------------------------------------------------------------ 9. vision (the ViT)
     Exercise(
-        "8.1", "08_vision", "Cutting an image into patches", 2, "patchify",
+        "9.1", "09_vision", "Cutting an image into patches", 2, "patchify",
         lambda rng: (lambda patch, side: {
             "image": _ints(rng.integers(0, 10, (patch * side, patch * side))), "patch_size": repr(patch)})(
             int(rng.choice([2, 3])), int(rng.choice([2, 3]))),
@@ -295,14 +295,14 @@ EXERCISES = [
                                                patch_size)[0],
         exact=True),
     Exercise(
-        "8.2", "08_vision", "Counting a ViT's tokens and input parameters", 2, "vit_embedding_counts",
+        "9.2", "09_vision", "Counting a ViT's tokens and input parameters", 2, "vit_embedding_counts",
         lambda rng: {"cases": repr([
             (int(size), int(patch), int(rng.choice([1, 3])), int(rng.choice([32, 64, 192])))
             for size, patch in zip(rng.choice([8, 16, 32, 224], 3, replace=False),
                                    rng.choice([2, 4, 8], 3))])},
         lambda cases: [ref.vit_embedding_parameters(*case) for case in cases], call=_per_case, exact=True),
     Exercise(
-        "8.3", "08_vision", "The class token's attention row", 3, "class_token_attention",
+        "9.3", "09_vision", "The class token's attention row", 3, "class_token_attention",
         lambda rng: {"tokens": _floats(rng.uniform(-1, 1, (5, 4))), "wq": _floats(rng.uniform(-1, 1, (4, 4))),
                      "wk": _floats(rng.uniform(-1, 1, (4, 4)))},
         lambda tokens, wq, wk: ref.softmax(

@@ -24,7 +24,11 @@ ROLES = ("params", "solution", "check")
 CHAPTER = re.compile(r"^\d\d_\w+\.ipynb$")
 # Appendices are numbered notebooks of the book (toc, nbval, set-up cell) without graded exercises:
 # no Exercises section, no assignment edition. Listed here so that the exemption is explicit.
-APPENDICES = frozenset({"09_scaling"})
+APPENDICES = frozenset({"10_scaling"})
+# Chapters being written: numbered chapters of the book (toc, nbval, set-up cell) whose exercises
+# are not in the catalog yet. Like the appendices they are left out of build, grading and the
+# student site's editions; a chapter leaves this list when its Exercises section is written.
+DRAFTS = frozenset({"07_tokenization"})
 METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, edition
 # Assignment editions (student notebooks and answer keys) run every cell within nbgrader's default
 # 30 s: a chapter marks the cells the assignment leaves out or replaces (book/AUTHORING.md).
@@ -347,14 +351,14 @@ def make_edition(notebook, path, seed, edition) -> dict:
 # --------------------------------------------------------------------------- build
 
 def find_chapters(source, chapters=None) -> list:
-    """The chapter notebooks under ``source`` (``NN_name.ipynb``, not the ``APPENDICES``), optionally
-    only some.
+    """The chapter notebooks under ``source`` (``NN_name.ipynb``, not the ``APPENDICES`` nor the
+    ``DRAFTS``), optionally only some.
 
     ``chapters``: numbers or names (``3``, ``"03"``, ``"03_masks"``).
     """
     source = Path(source)
     notebooks = sorted(p for p in source.glob("*.ipynb")
-                       if CHAPTER.match(p.name) and p.stem not in APPENDICES)
+                       if CHAPTER.match(p.name) and p.stem not in APPENDICES | DRAFTS)
     if not notebooks:
         raise ExerciseError(f"no chapter notebooks (NN_name.ipynb) in {source}; pass --source "
                             "with the book's folder")

@@ -27,7 +27,7 @@ queries and keys, ``in``/``out`` a dense kernel's input and output widths,
 ``vocab`` the (target) vocabulary size.
 
 The training formulas (masked loss, label smoothing, the Noam schedule),
-greedy decoding's step, the parameter counts (each next to its concept), and chapter 7's
+greedy decoding's step, the parameter counts (each next to its concept), and chapter 8's
 prefix-LM mask, top-k probabilities and masked-LM corruption are also the reference answers
 of the course's exercises (``course_pkg.exercises``).
 """
@@ -78,14 +78,14 @@ __all__ = [
     # encoder, decoder, the whole model
     "encoder_layer", "encoder", "encoder_layer_parameters",
     "decoder_layer", "decoder", "decoder_layer_parameters", "transformer",
-    # the model families (chapter 7)
+    # the model families (chapter 8)
     "bert", "mlm_inputs", "gpt", "top_k_filter", "top_p_filter", "top_k_probabilities", "top_p_probabilities",
     # RNN seq2seq (chapter 1)
     "sigmoid", "gru_cell", "gru", "gru_parameters", "masked_softmax", "bahdanau_attention", "luong_attention",
     "seq2seq_encoder", "seq2seq_decoder", "attention_decoder", "seq2seq",
     # training and decoding
     "teacher_forcing", "log_softmax", "smoothed_targets", "masked_loss", "noam_learning_rate", "greedy_step",
-    # vision (chapter 8)
+    # vision (chapter 9)
     "patchify", "patch_embedding", "conv_stem", "vit_features", "vit", "attention_rollout",
     "vit_embedding_parameters",
 ]

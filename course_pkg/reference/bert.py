@@ -1,7 +1,7 @@
-"""BERT (chapter 7): the encoder alone, and the masked-LM corruption it is pre-trained on.
+"""BERT (chapter 8): the encoder alone, and the masked-LM corruption it is pre-trained on.
 
 Mirrors ``course_pkg.torch.bert`` and ``course_pkg.tensorflow.bert``. :func:`mlm_inputs` is the
-reference answer of exercise 7.3 and the oracle of :func:`course_pkg.data.mask_for_mlm`.
+reference answer of exercise 8.3 and the oracle of :func:`course_pkg.data.mask_for_mlm`.
 """
 
 import numpy as np

@@ -1,8 +1,8 @@
-"""GPT (chapter 7): the decoder alone under the causal mask; the sampling filters and the
+"""GPT (chapter 8): the decoder alone under the causal mask; the sampling filters and the
 distributions that top-k and top-p sampling draw from.
 
 Mirrors ``course_pkg.torch.gpt`` and ``course_pkg.tensorflow.gpt``, which also keep ``top_k_filter``
-and ``top_p_filter``. :func:`top_k_probabilities` is the reference answer of exercise 7.2.
+and ``top_p_filter``. :func:`top_k_probabilities` is the reference answer of exercise 8.2.
 """
 
 import numpy as np

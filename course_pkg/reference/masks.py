@@ -1,7 +1,7 @@
-"""Attention masks (float, 1.0 = blocked, 0.0 = may attend), and chapter 7's prefix-LM mask.
+"""Attention masks (float, 1.0 = blocked, 0.0 = may attend), and chapter 8's prefix-LM mask.
 
 Mirrors ``course_pkg.torch.masks`` and ``course_pkg.tensorflow.masks``. :func:`prefix_lm_mask` has no
-twin: it is the reference answer of exercise 7.1.
+twin: it is the reference answer of exercise 8.1.
 """
 
 import numpy as np

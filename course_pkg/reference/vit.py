@@ -1,4 +1,4 @@
-"""The Vision Transformer (chapter 8): patches, the convolutional stem, the ViT, attention rollout,
+"""The Vision Transformer (chapter 9): patches, the convolutional stem, the ViT, attention rollout,
 and the parameter count of its input side.
 
 Mirrors ``course_pkg.torch.vit`` and ``course_pkg.tensorflow.vit``.

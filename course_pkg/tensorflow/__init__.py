@@ -53,11 +53,11 @@ __all__ = [
     "fused_attention", "set_fused_attention",
     "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
-    # The model families (chapter 7): encoder-only BERT, decoder-only GPT, a classification head,
+    # The model families (chapter 8): encoder-only BERT, decoder-only GPT, a classification head,
     # sampling filters, and the loaders of Hugging Face checkpoints.
     "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",
     "bert_from_huggingface", "gpt_from_huggingface",
-    # Vision (chapter 8): images as sequences of patches, the ViT, the loader of Hugging Face's ViT.
+    # Vision (chapter 9): images as sequences of patches, the ViT, the loader of Hugging Face's ViT.
     "PatchEmbedding", "ViT", "vit_from_huggingface",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.
     "greedy_decode", "beam_search", "translate",
