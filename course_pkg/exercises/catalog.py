@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import data
+from .. import data, subword
 from .. import reference as ref
 from ..data import BOS_ID, EOS_ID, PAD_ID
 
@@ -160,6 +160,68 @@ def _mlm_draws(rng) -> dict:
             "rate": repr(rate)}
 
 
+def _symbol_words(rng) -> dict:
+    """Words of 3 to 6 symbols over a small alphabet (so that pairs repeat), written as their symbols
+    separated by spaces, with their counts, and a pair that occurs in them."""
+    words = {}
+    while len(words) < 5:
+        word = " ".join(str(c) for c in rng.choice(list("abcd"), int(rng.integers(3, 7))))
+        words[word] = int(rng.integers(1, 10))  # a word as its symbols, separated by spaces
+    pairs = sorted({pair for word in words for pair in zip(word.split(), word.split()[1:])})
+    pair = pairs[int(rng.integers(len(pairs)))]
+    return {"word_counts": repr(words), "pair": repr(pair)}
+
+
+def _pair_count(word_counts, pair) -> int:
+    """How often ``pair`` occurs side by side in the words, each word weighted by its count."""
+    return sum(count * sum(p == tuple(pair) for p in zip(word.split(), word.split()[1:]))
+               for word, count in word_counts.items())
+
+
+def _bpe_draw(rng) -> dict:
+    """A BPE of a few merges learnt (by the course's trainer) on random words, and words to encode."""
+    corpus = [" ".join("".join(rng.choice(list("abcd"), int(rng.integers(2, 6)))) for _ in range(40))]
+    tok = subword.train_bpe(corpus, vocab_size=10, min_frequency=1, unk_token=None, end_of_word_suffix=None)
+    vocab = sorted(tok.get_vocab(), key=tok.get_vocab().get)
+    words = ["".join(rng.choice(list("abcd"), int(rng.integers(5, 9)))) for _ in range(3)]
+    return {"vocab": repr(vocab), "merges": repr([tuple(m) for m in tok.merges]), "words": repr(words)}
+
+
+def _bpe_ids(vocab, merges, words) -> list:
+    tok = subword.BPE({t: i for i, t in enumerate(vocab)}, [tuple(m) for m in merges], unk_token=None,
+                      end_of_word_suffix=None)
+    return [tok.encode(word) for word in words]
+
+
+_WORDPIECE_WORDS = ["unbelievable", "playground", "transformers", "tokenization", "rethinking",
+                    "overlapping", "understanding", "replaying", "uncountable", "preheating"]
+
+
+def _wordpiece_draw(rng) -> dict:
+    """A WordPiece vocabulary cut from three words (plus decoys), one of which cannot be covered."""
+    words = [str(w) for w in rng.choice(_WORDPIECE_WORDS, 3, replace=False)]
+    pieces = set()
+    for i, word in enumerate(words):
+        cuts = sorted(rng.choice(np.arange(2, len(word) - 1), 2, replace=False).tolist())
+        parts = [word[:cuts[0]], word[cuts[0]:cuts[1]], word[cuts[1]:]]
+        pieces.update([parts[0], parts[0][:-1]] + ["##" + p for p in parts[1:]])
+        if len(parts[1]) > 1:
+            pieces.add("##" + parts[1][:-1])  # a decoy: a shorter match than the longest
+        if i == 2:  # the last word misses its middle piece: it becomes [UNK]
+            pieces -= {"##" + parts[1], "##" + parts[1][:-1]}
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(pieces)
+    return {"vocab": repr(vocab), "words": repr(words)}
+
+
+def _wordpiece_ids(vocab, words) -> list:
+    tok = subword.WordPiece(list(vocab), lowercase=False)
+    return [tok.encode(word, add_special_tokens=False) for word in words]
+
+
+def _per_word(answer, params):
+    return [answer(*[params[name] for name in params if name != "words"], word) for word in params["words"]]
+
+
 EXERCISES = [
     # 1. seq2seq
     Exercise(
@@ -266,6 +328,15 @@ EXERCISES = [
             "labels": repr(rng.integers(0, vocab, 4).tolist()), "vocab_size": repr(vocab),
             "epsilon": repr(float(rng.choice([0.1, 0.2, 0.3])))})(int(rng.integers(5, 9))),
         ref.smoothed_targets),
+    # 7. subword tokens
+    Exercise(
+        "7.1", "07_tokenization", "Counting a pair", 2, "pair_count", _symbol_words, _pair_count, exact=True),
+    Exercise(
+        "7.2", "07_tokenization", "Encoding with BPE merges", 3, "bpe_encode", _bpe_draw, _bpe_ids,
+        call=_per_word, exact=True),
+    Exercise(
+        "7.3", "07_tokenization", "WordPiece: greedy longest match", 3, "wordpiece_encode", _wordpiece_draw,
+        _wordpiece_ids, call=_per_word, exact=True),
     # 8. model families
     Exercise(
         "8.1", "08_families", "A prefix-LM mask for prompts and padding", 3, "prefix_lm_mask",

@@ -28,7 +28,7 @@ APPENDICES = frozenset({"10_scaling"})
 # Chapters being written: numbered chapters of the book (toc, nbval, set-up cell) whose exercises
 # are not in the catalog yet. Like the appendices they are left out of build, grading and the
 # student site's editions; a chapter leaves this list when its Exercises section is written.
-DRAFTS = frozenset({"07_tokenization"})
+DRAFTS = frozenset()
 METADATA_KEY = "course_pkg_exercises"  # notebook metadata: chapter, seed, edition
 # Assignment editions (student notebooks and answer keys) run every cell within nbgrader's default
 # 30 s: a chapter marks the cells the assignment leaves out or replaces (book/AUTHORING.md).
