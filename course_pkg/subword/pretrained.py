@@ -30,7 +30,7 @@ import json
 import os
 
 from .byte_level import ByteLevelBPE
-from .vocab_files import _read_text, read_vocab_json, read_vocab_txt
+from .vocab_files import read_text, read_vocab_json, read_vocab_txt
 from .wordpiece import WordPiece
 
 __all__ = ["bert_tokenizer", "gpt2_tokenizer", "read_tokenizer_config"]
@@ -77,7 +77,7 @@ def read_tokenizer_config(directory) -> dict:
     path = os.path.join(_directory(directory), CONFIG_FILE)
     if not os.path.exists(path):
         return {}
-    text = _read_text(path, "tokenizer configuration")
+    text = read_text(path, "tokenizer configuration")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as err:
