@@ -9,12 +9,15 @@ from course_pkg.subword import (
     BPE,
     ByteLevelBPE,
     WordPiece,
+    bert_tokenizer,
     bytes_to_unicode,
+    gpt2_tokenizer,
     read_merges,
     read_vocab_json,
     read_vocab_txt,
     train_bpe,
     train_byte_level_bpe,
+    write_vocab_txt,
 )
 
 CORPUS = ["the cat sat on the mat", "the cats sat on the mats", "a dog"]
@@ -186,3 +189,77 @@ def test_a_failed_load_leaves_nothing_half_loaded(tmp_path, gpt2_files):
         ByteLevelBPE.from_files(gpt2_files / "vocab.json", bad)
     vocab = json.loads((gpt2_files / "vocab.json").read_text(encoding="utf-8"))
     assert ByteLevelBPE.from_files(gpt2_files / "vocab.json", gpt2_files / "merges.txt").get_vocab() == vocab
+
+
+# ------------------------------------------------------------------ Hugging Face model directories
+@pytest.fixture
+def model_dir(tmp_path, gpt2_files):
+    """A directory with GPT-2's and BERT's vocabulary files, as snapshot_download leaves them."""
+    for name in ("vocab.json", "merges.txt"):
+        (tmp_path / name).write_bytes((gpt2_files / name).read_bytes())
+    write_vocab_txt(tmp_path / "vocab.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"])
+    return tmp_path
+
+
+@pytest.mark.parametrize("load", [gpt2_tokenizer, bert_tokenizer])
+def test_a_missing_model_directory_is_named(tmp_path, load):
+    missing = tmp_path / "gpt2"
+    with pytest.raises(FileNotFoundError, match=rf"^model directory not found: {missing}$"):
+        load(missing)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match=rf"{tmp_path / 'file'} is a file; expected a model"):
+        load(tmp_path / "file")
+    with pytest.raises(TypeError, match=r"the model directory must be a str or os.PathLike, got int"):
+        load(3)
+
+
+@pytest.mark.parametrize("load, name", [(gpt2_tokenizer, "vocab.json"), (gpt2_tokenizer, "merges.txt"),
+                                        (bert_tokenizer, "vocab.txt")])
+def test_a_missing_file_of_the_directory_is_named(model_dir, load, name):
+    (model_dir / name).unlink()
+    with pytest.raises(FileNotFoundError, match=rf"^{model_dir} has no {name}; .*'s tokenizer reads "
+                                                r".*snapshot_download\(repo_id, allow_patterns=\["):
+        load(model_dir)
+    (model_dir / "tokenizer.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=rf"has no {name} \(it has tokenizer\.json, which the "
+                                                r"course does not read\)"):
+        load(model_dir)
+
+
+def test_a_damaged_vocabulary_in_the_directory_names_its_line(model_dir):
+    (model_dir / "vocab.txt").write_text("[PAD]\n[UNK]\n[PAD]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab\.txt:3: the token '\[PAD\]' repeats line 1"):
+        bert_tokenizer(model_dir)
+
+
+@pytest.mark.parametrize("load, content, match", [
+    (bert_tokenizer, '{"do_lower_case": true,\n}', r"tokenizer_config\.json:2: not valid JSON"),
+    (gpt2_tokenizer, "[1, 2]", r"tokenizer_config\.json: expected a JSON object \{setting: value\}, "
+                               r"got list"),
+    (bert_tokenizer, '{"do_lower_case": "yes"}',
+     r"tokenizer_config\.json: do_lower_case must be true, false or null, got 'yes'"),
+    (bert_tokenizer, '{"do_lower_case": null}', r"do_lower_case must be true or false, got null"),
+    (bert_tokenizer, '{"strip_accents": 1}', r"strip_accents must be true, false or null, got 1"),
+    (bert_tokenizer, '{"unk_token": 5}', r"tokenizer_config\.json: unk_token must be a non-empty str or "
+                                         r"null, got 5"),
+    (bert_tokenizer, '{"cls_token": null}', r"cls_token must be a token, got null"),
+    (bert_tokenizer, '{"mask_token": "<mask>"}',
+     r"tokenizer_config\.json: mask_token '<mask>' is not in .*vocab\.txt"),
+    (gpt2_tokenizer, '{"eos_token": "</s>"}',
+     r"tokenizer_config\.json: eos_token '</s>' is not in .*vocab\.json"),
+    (gpt2_tokenizer, '{"added_tokens_decoder": [1]}', r"added_tokens_decoder must be an object"),
+    (gpt2_tokenizer, '{"added_tokens_decoder": {"9": {"content": "<x>"}}}',
+     r"added_tokens_decoder\['9'\] '<x>' is not in"),
+    (gpt2_tokenizer, '{"add_prefix_space": true}', r"add_prefix_space is true; the course's ByteLevelBPE"),
+    (bert_tokenizer, '{"tokenize_chinese_chars": false}',
+     r"tokenize_chinese_chars is false; the course's WordPiece always splits CJK"),
+])
+def test_a_damaged_tokenizer_config_names_the_file_and_key(model_dir, load, content, match):
+    (model_dir / "tokenizer_config.json").write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=match):
+        load(model_dir)
+
+
+def test_bert_tokenizer_refuses_an_unknown_option(model_dir):
+    with pytest.raises(TypeError, match=r"WordPiece\.from_file got unknown options \['lower'\]"):
+        bert_tokenizer(model_dir, lower=True)

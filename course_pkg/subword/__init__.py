@@ -10,6 +10,9 @@ Three families of subword tokenizer, one module each, and the files they read an
   ``GPT2_PATTERN``, :func:`train_byte_level_bpe`); the same ids as ``GPT2Tokenizer``;
 * ``wordpiece``: BERT's WordPiece (:class:`WordPiece`, :func:`bert_pre_tokenize`); the same
   ids as ``BertTokenizer``;
+* ``pretrained``: the tokenizers of a Hugging Face model directory (``snapshot_download``'s):
+  :func:`gpt2_tokenizer` (``vocab.json``, ``merges.txt``) and :func:`bert_tokenizer`
+  (``vocab.txt``, ``tokenizer_config.json``'s ``do_lower_case``...); the ids of ``AutoTokenizer``;
 * ``vocab_files``: ``vocab.json``, ``merges.txt`` and ``vocab.txt``, read with checks that name
   the file and line, written atomically;
 * ``checks``: the argument checks they share (text must be a ``str``, ids in range).
@@ -25,6 +28,7 @@ Example::
 from .bpe import BPE, WORD_PATTERN, learn_merges, pre_tokenize, subword_stats, train_bpe
 from .byte_level import GPT2_PATTERN, ByteLevelBPE, bytes_to_unicode, train_byte_level_bpe
 from .checks import check_text, check_texts, ids_to_tokens
+from .pretrained import bert_tokenizer, gpt2_tokenizer, read_tokenizer_config
 from .vocab_files import (
     MERGES_HEADER,
     check_merges,
@@ -42,6 +46,7 @@ __all__ = [
     "BPE", "WORD_PATTERN", "learn_merges", "pre_tokenize", "subword_stats", "train_bpe",
     "GPT2_PATTERN", "ByteLevelBPE", "bytes_to_unicode", "train_byte_level_bpe",
     "check_text", "check_texts", "ids_to_tokens",
+    "bert_tokenizer", "gpt2_tokenizer", "read_tokenizer_config",
     "MERGES_HEADER", "check_merges", "check_vocab", "read_merges", "read_vocab_json", "read_vocab_txt",
     "write_merges", "write_vocab_json", "write_vocab_txt",
     "WordPiece", "bert_pre_tokenize",

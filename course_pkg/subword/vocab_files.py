@@ -18,14 +18,14 @@ import os
 
 from ..common.files import atomic_open
 
-__all__ = ["MERGES_HEADER", "check_merges", "check_vocab", "read_merges", "read_vocab_json", "read_vocab_txt",
-           "write_merges", "write_vocab_json", "write_vocab_txt"]
+__all__ = ["MERGES_HEADER", "check_merges", "check_vocab", "read_merges", "read_text", "read_vocab_json",
+           "read_vocab_txt", "write_merges", "write_vocab_json", "write_vocab_txt"]
 
 MERGES_HEADER = "#version: 0.2"
 """The first line of GPT-2's ``merges.txt`` (and of the files ``tokenizers`` writes)."""
 
 
-def _read_text(path, what) -> str:
+def read_text(path, what) -> str:
     """The UTF-8 text of ``path``; ``FileNotFoundError`` or ``ValueError`` naming it and ``what`` it is."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"the {what} path must be a str or os.PathLike, got {type(path).__name__}")
@@ -115,7 +115,7 @@ def read_vocab_json(path) -> dict:
         ValueError: the file is not UTF-8, not JSON (the message names the line), not an object,
             or its ids are not ints ``0 .. n-1`` given once each.
     """
-    text = _read_text(path, "vocabulary file")
+    text = read_text(path, "vocabulary file")
     try:
         vocab = json.loads(text)
     except json.JSONDecodeError as err:
@@ -147,7 +147,7 @@ def read_merges(path, vocab=None) -> list:
             twice, or (with ``vocab``) a part or result missing from the vocabulary; the
             message names the file and the line.
     """
-    text = _read_text(path, "merges file")
+    text = read_text(path, "merges file")
     path = os.fspath(path)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -189,7 +189,7 @@ def read_vocab_txt(path) -> list:
         ValueError: the file is empty, has an empty line or a token given twice (the message
             names the file and the line).
     """
-    text = _read_text(path, "vocabulary file")
+    text = read_text(path, "vocabulary file")
     path = os.fspath(path)
     lines = text.split("\n")
     if lines and lines[-1] == "":
