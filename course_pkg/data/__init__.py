@@ -61,7 +61,7 @@ GLUE_TOKEN = _tokenizer.GLUE_TOKEN
 SAMPLE_TSV = _tsv.SAMPLE_TSV
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""
 EVERYDAY_TSV = _tsv.EVERYDAY_TSV
-"""The course's everyday English-French sentences (CC0): ``{"train": path, "valid": ..., "test": ...}``."""
+"""The paths of the course's everyday English-French sentences (CC0), ``{"train": path, ...}``."""
 MASK = _mlm.MASK
 """The token that replaces most of the positions a masked language model must predict."""
 CLASSIFICATION_TASKS = _mlm.CLASSIFICATION_TASKS
