@@ -162,14 +162,19 @@ def _mlm_draws(rng) -> dict:
 
 def _symbol_words(rng) -> dict:
     """Words of 3 to 6 symbols over a small alphabet (so that pairs repeat), written as their symbols
-    separated by spaces, with their counts, and a pair that occurs in them."""
-    words = {}
-    while len(words) < 5:
-        word = " ".join(str(c) for c in rng.choice(list("abcd"), int(rng.integers(3, 7))))
-        words[word] = int(rng.integers(1, 10))  # a word as its symbols, separated by spaces
-    pairs = sorted({pair for word in words for pair in zip(word.split(), word.split()[1:])})
-    pair = pairs[int(rng.integers(len(pairs)))]
-    return {"word_counts": repr(words), "pair": repr(pair)}
+    separated by spaces, with their counts, and a pair that tells a right count from the usual wrong
+    ones: it occurs twice in one word, and the counts change its total."""
+    while True:
+        words = {}
+        while len(words) < 5:
+            word = " ".join(str(c) for c in rng.choice(list("abcd"), int(rng.integers(3, 7))))
+            words[word] = int(rng.integers(2, 10))  # a word as its symbols, separated by spaces
+        pairs = sorted({pair for word in words for pair in zip(word.split(), word.split()[1:])})
+        good = [pair for pair in pairs
+                if sum(_pair_count({w: 1}, pair) > 0 for w in words) > 1
+                and any(_pair_count({w: 1}, pair) > 1 for w in words)]
+        if good:
+            return {"word_counts": repr(words), "pair": repr(good[int(rng.integers(len(good)))])}
 
 
 def _pair_count(word_counts, pair) -> int:
