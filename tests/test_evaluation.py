@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from course_pkg.evaluation import accuracy_by_length, corpus_bleu, exact_match
+from course_pkg.evaluation import accuracy_by_length, corpus_bleu, corpus_chrf, exact_match
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +31,8 @@ def test_lengths_must_match():
         accuracy_by_length(PREDICTIONS, REFERENCES, SOURCES[:2])
     with pytest.raises(ValueError, match="predictions=1, references=4"):
         corpus_bleu(PREDICTIONS[:1], REFERENCES)
+    with pytest.raises(ValueError, match="predictions=1, references=4"):
+        corpus_chrf(PREDICTIONS[:1], REFERENCES)
 
 
 def test_inputs_must_be_strings():
@@ -47,6 +49,24 @@ def test_corpus_bleu_matches_sacrebleu():
     assert score == pytest.approx(sacrebleu.corpus_bleu(PREDICTIONS, [REFERENCES]).score)
     assert corpus_bleu(REFERENCES, REFERENCES) == pytest.approx(100.0)
     assert corpus_bleu(["completely different words here"], ["the cat sat on the mat"]) == pytest.approx(0.0)
+
+
+def test_corpus_chrf_matches_sacrebleu():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    score = corpus_chrf(PREDICTIONS, REFERENCES)
+    assert isinstance(score, float) and 0.0 < score < 100.0
+    assert score == pytest.approx(sacrebleu.corpus_chrf(PREDICTIONS, [REFERENCES]).score)
+    assert corpus_chrf(REFERENCES, REFERENCES) == pytest.approx(100.0)
+    assert corpus_chrf([], []) == 0.0
+    # partial credit for a nearly right word, where BLEU gives none
+    assert corpus_chrf(["chats"], ["chat"]) > 0.0 == corpus_bleu(["chats"], ["chat"])
+
+
+def test_corpus_chrf_checks_its_inputs():
+    with pytest.raises(TypeError, match="list of strings"):
+        corpus_chrf("seven", "seven")
+    with pytest.raises(TypeError, match=r"predictions\[0\] must be a string"):
+        corpus_chrf([[4, 5, 6]], ["seven"])
 
 
 def test_accuracy_by_length_groups_by_source_token_count():

@@ -1,0 +1,236 @@
+"""Everyday French -> English: can chapter 6's Transformer translate real sentences on a CPU?
+
+Trains the course Transformer (``Transformer``, ``Trainer``, ``make_batches``, ``translate`` of
+the framework asked for) on ``course_pkg.data.make_everyday_corpus("fr", "en")`` (2 973 train /
+372 valid / 372 test pairs of 3-15 words) with a fixed number of seeded steps, then decodes the
+test split and prints sacrebleu's BLEU and chrF (``course_pkg.evaluation``) against two
+baselines:
+
+* **copy**: the French source itself as the "translation" (names, numbers and cognates copy);
+* **word-level**: the same model and recipe with the chapters' word vocabularies
+  (``data.Vocab.build(train, data.Tokenizer(lang))``); the test split's unknown words are
+  counted.
+
+The recipe's tokens are the course's byte-level BPE (``course_pkg.subword``) trained on the
+training split only: one joint vocabulary for French + English (``--tokens joint``, the default;
+names and numbers get the same ids on both sides) or one per language (``--tokens separate``).
+Also printed: the training and validation losses every ``--log-every`` steps (overfitting), the
+BLEU of the first 372 training pairs next to the test split's, a few sample translations, and
+the CPU seconds (``time.process_time``, all threads) and wall seconds of training.
+
+    python benchmarks/everyday_translation.py                          # PyTorch, the recipe
+    python benchmarks/everyday_translation.py --framework tensorflow
+    python benchmarks/everyday_translation.py --tokens separate --vocab-size 2000
+    python benchmarks/everyday_translation.py --no-word-baseline --beam 4
+
+Float rounding differs between CPUs; to see how much the numbers move, rerun PyTorch under
+``ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE`` and TensorFlow under ``TF_ENABLE_ONEDNN_OPTS=1``.
+The exit status is 1 unless the recipe beats both baselines by ``--margin-bleu`` BLEU and
+``--margin-chrf`` chrF.
+"""
+
+import argparse
+import math
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+from course_pkg import data  # noqa: E402
+from course_pkg.evaluation import corpus_bleu, corpus_chrf  # noqa: E402
+
+# The recipe: the defaults of the options below.
+RECIPE = dict(tokens="joint", vocab_size=2000, num_layers=2, d_model=128, num_heads=4, dff=256,
+              dropout=0.1, label_smoothing=0.1, peak_learning_rate=0.002, warmup=200, batch=64,
+              steps=800)
+FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow"}
+
+
+def framework(name, seed, torch_threads):
+    """The course subpackage, its generator seeded."""
+    if name == "torch":
+        import torch
+
+        from course_pkg import torch as cp
+        torch.set_num_threads(torch_threads)
+        torch.manual_seed(seed)
+    else:
+        import keras
+
+        from course_pkg import tensorflow as cp
+        keras.utils.set_random_seed(seed)
+    return cp
+
+
+def bpe_vocab(texts, vocab_size):
+    """A Vocab whose ids are those of a byte-level BPE trained on ``texts`` (ids 0-3: specials)."""
+    from course_pkg.subword import train_byte_level_bpe
+
+    tok = train_byte_level_bpe(texts, vocab_size, special_tokens=data.SPECIAL_TOKENS)
+    return data.Vocab(tok.convert_ids_to_tokens(range(tok.vocab_size)), tok)
+
+
+def vocabularies(kind, train, vocab_size):
+    """(src_vocab, tgt_vocab) of ``kind``: "joint" or "separate" BPE, or "word"."""
+    sources, targets = [s for s, _ in train], [t for _, t in train]
+    if kind == "word":
+        return (data.Vocab.build(sources, data.Tokenizer("fr")),
+                data.Vocab.build(targets, data.Tokenizer("en")))
+    if kind == "joint":
+        vocab = bpe_vocab(sources + targets, vocab_size)
+        return vocab, vocab
+    return bpe_vocab(sources, vocab_size), bpe_vocab(targets, vocab_size)
+
+
+def unknown_rate(vocab, texts):
+    """Fraction of the tokens of ``texts`` that ``vocab`` maps to <unk>, and their number."""
+    unk = data.SPECIAL_TOKENS.index("<unk>")
+    ids = [i for text in texts for i in vocab.encode(text)]
+    return sum(i == unk for i in ids) / max(len(ids), 1), sum(i == unk for i in ids)
+
+
+def longest(pairs, src_vocab, tgt_vocab):
+    """The model's max_len: the longest source + <eos> or target + <bos>/<eos> of all splits."""
+    return max(max(len(src_vocab.encode(s)), len(tgt_vocab.encode(t))) for s, t in pairs) + 1
+
+
+def run(name, recipe, corpus, kind, seed, torch_threads, log_every, beam, samples=0):
+    """Train one model with ``recipe`` on ``kind`` tokens; losses, times, BLEU and chrF."""
+    cp = framework(name, seed, torch_threads)
+    src_vocab, tgt_vocab = vocabularies(kind, corpus.train, recipe["vocab_size"])
+    max_len = longest(corpus.train + corpus.valid + corpus.test, src_vocab, tgt_vocab)
+    model = cp.Transformer(num_layers=recipe["num_layers"], d_model=recipe["d_model"],
+                           num_heads=recipe["num_heads"], dff=recipe["dff"],
+                           dropout=recipe["dropout"], input_vocab_size=len(src_vocab),
+                           target_vocab_size=len(tgt_vocab), max_len=max_len)
+    trainer = cp.Trainer(model, warmup_steps=recipe["warmup"],
+                         peak_learning_rate=recipe["peak_learning_rate"],
+                         label_smoothing=recipe["label_smoothing"], seed=seed)
+    train = cp.make_batches(corpus.train, src_vocab, tgt_vocab, recipe["batch"], shuffle=True,
+                            seed=seed, max_len=max_len)
+    valid = cp.make_batches(corpus.valid, src_vocab, tgt_vocab, 128, max_len=max_len)
+    cpu, wall, curve, left = 0.0, 0.0, [], recipe["steps"]
+    while left > 0:  # log_every steps per fit call; the validation loss is not timed
+        chunk = min(log_every, left)
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        history = trainer.fit(train, epochs=math.ceil(chunk / len(train)), max_steps=chunk,
+                              progress=False)
+        cpu += time.process_time() - start_cpu
+        wall += time.perf_counter() - start_wall
+        left -= chunk
+        curve.append((trainer.step, history["loss"][-1], trainer.evaluate(valid)["loss"], cpu))
+    result = {"kind": kind, "framework": name, "cpu_s": cpu, "wall_s": wall, "curve": curve,
+              "max_len": max_len, "vocab": (len(src_vocab), len(tgt_vocab)),
+              "params": sum(int(math.prod(w.shape)) for w in _weights(model, name))}
+    sources, references = [s for s, _ in corpus.test], [t for _, t in corpus.test]
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    for size in sorted({1, beam}):
+        hyps = cp.translate(model, sources, src_vocab, tgt_vocab, beam_size=size)
+        result[f"test{size}"] = (corpus_bleu(hyps, references), corpus_chrf(hyps, references))
+        if size == 1:
+            result["hyps"] = hyps
+    result["decode_cpu_s"] = time.process_time() - start_cpu
+    result["decode_wall_s"] = time.perf_counter() - start_wall
+    seen = corpus.train[:len(corpus.test)]  # as many training pairs as test pairs
+    result["n_seen"] = len(seen)
+    hyps = cp.translate(model, [s for s, _ in seen], src_vocab, tgt_vocab)
+    result["train1"] = (corpus_bleu(hyps, [t for _, t in seen]), corpus_chrf(hyps, [t for _, t in seen]))
+    result["unknown"] = (unknown_rate(src_vocab, sources), unknown_rate(tgt_vocab, references))
+    return result
+
+
+def _weights(model, name):
+    return list(model.parameters()) if name == "torch" else model.trainable_weights
+
+
+def report(label, r, beam):
+    """Print one run: size, times, the loss curve, the scores."""
+    print(f"\n{label}: vocabularies {r['vocab'][0]} / {r['vocab'][1]}, max_len {r['max_len']}, "
+          f"{r['params']:,} parameters; training {r['cpu_s']:.1f} CPU s, {r['wall_s']:.1f} wall s; "
+          f"decoding {r['decode_cpu_s']:.1f} CPU s")
+    (src_rate, src_n), (tgt_rate, tgt_n) = r["unknown"]
+    print(f"  test tokens mapped to <unk>: source {100 * src_rate:.1f}% ({src_n}), "
+          f"reference {100 * tgt_rate:.1f}% ({tgt_n})")
+    print("  step  train loss  valid loss  CPU s")
+    for step, loss, val_loss, cpu in r["curve"]:
+        print(f"  {step:4d}  {loss:10.3f}  {val_loss:10.3f}  {cpu:5.1f}")
+    print(f"  test greedy: BLEU {r['test1'][0]:5.2f}  chrF {r['test1'][1]:5.2f}")
+    if beam > 1:
+        print(f"  test beam {beam}: BLEU {r[f'test{beam}'][0]:5.2f}  chrF {r[f'test{beam}'][1]:5.2f}")
+    bleu, chrf = r["train1"]
+    print(f"  first {r['n_seen']} training pairs, greedy: BLEU {bleu:5.2f}  chrF {chrf:5.2f}"
+          "  (the gap to the test split: overfitting)")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--framework", default="torch", choices=["torch", "tensorflow"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokens", default=RECIPE["tokens"], choices=["joint", "separate"],
+                        help="one byte-level BPE for both languages, or one per language")
+    parser.add_argument("--vocab-size", type=int, default=RECIPE["vocab_size"])
+    parser.add_argument("--steps", type=int, default=RECIPE["steps"], help="training steps")
+    parser.add_argument("--log-every", type=int, default=200,
+                        help="steps between the logged train / valid losses")
+    parser.add_argument("--batch", type=int, default=RECIPE["batch"], help="pairs per batch")
+    parser.add_argument("--warmup", type=int, default=RECIPE["warmup"], help="Noam warm-up steps")
+    parser.add_argument("--peak-learning-rate", type=float, default=RECIPE["peak_learning_rate"])
+    parser.add_argument("--label-smoothing", type=float, default=RECIPE["label_smoothing"])
+    parser.add_argument("--layers", dest="num_layers", type=int, default=RECIPE["num_layers"])
+    parser.add_argument("--d-model", type=int, default=RECIPE["d_model"])
+    parser.add_argument("--heads", dest="num_heads", type=int, default=RECIPE["num_heads"])
+    parser.add_argument("--dff", type=int, default=RECIPE["dff"])
+    parser.add_argument("--dropout", type=float, default=RECIPE["dropout"])
+    parser.add_argument("--beam", type=int, default=4, help="also decode with this beam size")
+    parser.add_argument("--samples", type=int, default=5, help="test translations to print")
+    parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--no-word-baseline", action="store_true",
+                        help="skip the word-level run (it trains a second model)")
+    parser.add_argument("--margin-bleu", type=float, default=5.0)
+    parser.add_argument("--margin-chrf", type=float, default=10.0)
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    recipe = {key: getattr(args, key) for key in RECIPE}
+    corpus = data.make_everyday_corpus("fr", "en")
+    print(f"everyday fr->en: {len(corpus.train)} train / {len(corpus.valid)} valid / "
+          f"{len(corpus.test)} test pairs; {FRAMEWORK_NAMES[args.framework]}; {os.cpu_count()} CPUs; "
+          f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("recipe: " + ", ".join(f"{key}={value}" for key, value in recipe.items()) + f", seed={args.seed}")
+    sources, references = [s for s, _ in corpus.test], [t for _, t in corpus.test]
+    copy = (corpus_bleu(sources, references), corpus_chrf(sources, references))
+    print(f"baseline copy (the source as the translation): BLEU {copy[0]:5.2f}  chrF {copy[1]:5.2f}")
+
+    best = run(args.framework, recipe, corpus, args.tokens, args.seed, args.torch_threads,
+               args.log_every, args.beam)
+    report(f"recipe ({args.tokens} byte-level BPE)", best, args.beam)
+    baselines = {"copy": copy}
+    if not args.no_word_baseline:
+        word = run(args.framework, recipe, corpus, "word", args.seed, args.torch_threads,
+                   args.log_every, 1)
+        report("baseline word-level (same recipe, data.Vocab.build words)", word, 1)
+        baselines["word-level"] = word["test1"]
+
+    if args.samples:
+        print("\nsample test translations (greedy):")
+        step = max(len(sources) // args.samples, 1)
+        for i in range(0, step * args.samples, step):
+            print(f"  fr:  {sources[i]}\n  ref: {references[i]}\n  out: {best['hyps'][i]}\n")
+
+    bleu, chrf = best["test1"]
+    print("claims (greedy decoding):")
+    met = True
+    for name, (b, c) in baselines.items():
+        for metric, ours, theirs, margin in (("BLEU", bleu, b, args.margin_bleu),
+                                             ("chrF", chrf, c, args.margin_chrf)):
+            ok = ours >= theirs + margin
+            met &= ok
+            print(f"  {metric} above {name} + {margin:g}: {ok} ({ours:.2f} vs {theirs:.2f})")
+    raise SystemExit(0 if met else 1)
+
+
+if __name__ == "__main__":
+    main()
