@@ -12,7 +12,7 @@ SAMPLE_TSV = Path(__file__).resolve().parent.parent / "sample_data" / "eng-fra-s
 
 EVERYDAY_TSV = {split: SAMPLE_TSV.parent / f"eng-fra-everyday-{split}.tsv"
                 for split in ("train", "valid", "test")}
-"""The paths of the course's everyday English-French sentences, ``{"train": path, "valid": ..., "test": ...}``.
+"""The paths of the course's everyday English-French sentences, ``{"train": path, ...}``.
 
 Written for the course sentence by sentence and released CC0 (each line's third column says so);
 split once, by sentence, and shipped split: no sentence of one split occurs in another. Read one
