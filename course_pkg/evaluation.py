@@ -56,14 +56,7 @@ def corpus_bleu(predictions: Iterable[str], references: Iterable[str]) -> float:
     Returns 0.0 for no examples, as :func:`exact_match` does (and as sacrebleu
     scores empty strings): no translation, no credit.
     """
-    predictions, references = _as_texts(predictions=predictions, references=references)
-    if not predictions:
-        return 0.0
-    try:
-        import sacrebleu
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("corpus_bleu needs sacrebleu: pip install sacrebleu") from error
-    return float(sacrebleu.corpus_bleu(predictions, [references]).score)
+    return _sacrebleu_score("corpus_bleu", predictions, references)
 
 
 def corpus_chrf(predictions: Iterable[str], references: Iterable[str]) -> float:
@@ -77,14 +70,19 @@ def corpus_chrf(predictions: Iterable[str], references: Iterable[str]) -> float:
     Returns 0.0 for no examples, as :func:`corpus_bleu` does: no translation,
     no credit.
     """
+    return _sacrebleu_score("corpus_chrf", predictions, references)
+
+
+def _sacrebleu_score(metric: str, predictions, references) -> float:
+    """sacrebleu's ``metric`` (``"corpus_bleu"``, ``"corpus_chrf"``) on one reference each; 0.0 for none."""
     predictions, references = _as_texts(predictions=predictions, references=references)
     if not predictions:
         return 0.0
     try:
         import sacrebleu
     except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("corpus_chrf needs sacrebleu: pip install sacrebleu") from error
-    return float(sacrebleu.corpus_chrf(predictions, [references]).score)
+        raise ImportError(f"{metric} needs sacrebleu: pip install sacrebleu") from error
+    return float(getattr(sacrebleu, metric)(predictions, [references]).score)
 
 
 def accuracy_by_length(predictions: Iterable[str], references: Iterable[str],

@@ -25,7 +25,7 @@ Example::
     tok.tokenize("unbelievable")    # e.g. ['un', 'believ', 'able</w>']: it depends on the corpus
 """
 
-from .bpe import BPE, WORD_PATTERN, learn_merges, pre_tokenize, subword_stats, train_bpe
+from .bpe import BPE, WORD_PATTERN, apply_merges, learn_merges, pre_tokenize, subword_stats, train_bpe
 from .byte_level import GPT2_PATTERN, ByteLevelBPE, bytes_to_unicode, train_byte_level_bpe
 from .checks import check_text, check_texts, ids_to_tokens
 from .pretrained import bert_tokenizer, gpt2_tokenizer, read_tokenizer_config
@@ -43,7 +43,7 @@ from .vocab_files import (
 from .wordpiece import WordPiece, bert_pre_tokenize
 
 __all__ = [
-    "BPE", "WORD_PATTERN", "learn_merges", "pre_tokenize", "subword_stats", "train_bpe",
+    "BPE", "WORD_PATTERN", "apply_merges", "learn_merges", "pre_tokenize", "subword_stats", "train_bpe",
     "GPT2_PATTERN", "ByteLevelBPE", "bytes_to_unicode", "train_byte_level_bpe",
     "check_text", "check_texts", "ids_to_tokens",
     "bert_tokenizer", "gpt2_tokenizer", "read_tokenizer_config",

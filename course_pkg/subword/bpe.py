@@ -65,6 +65,35 @@ def _check_vocab_size(vocab_size, min_frequency) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
+def apply_merges(symbols, ranks) -> list:
+    """Encode one word: merge, again and again, its adjacent pair that was learnt earliest.
+
+    The loop of every BPE tokenizer here (:class:`BPE`, and ``ByteLevelBPE`` on byte symbols).
+
+    Args:
+        symbols: the word's symbols (str; ``None`` for an unknown one, which never merges).
+        ranks: dict mapping each merge ``(left, right)`` to its rank (0 = learnt first).
+
+    Returns:
+        the word's tokens, a list of str (and ``None``).
+    """
+    symbols = list(symbols)
+    while len(symbols) > 1:
+        best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, float("inf")))
+        if best not in ranks:
+            break
+        merged, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                merged.append(best[0] + best[1])
+                i += 2
+            else:
+                merged.append(symbols[i])
+                i += 1
+        symbols = merged
+    return symbols
+
+
 def _merge_word(word, a, b, new) -> tuple:
     """``word`` (a tuple of ids) with every ``a b``, left to right, replaced by ``new``."""
     out, i, n = [], 0, len(word)
@@ -261,21 +290,7 @@ class BPE:
         symbols = list(word)
         if self.end_of_word_suffix:
             symbols[-1] += self.end_of_word_suffix
-        symbols = [s if s in self._vocab else None for s in symbols]
-        ranks = self._ranks
-        while len(symbols) > 1:
-            best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, float("inf")))
-            if best not in ranks:
-                break
-            merged, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    merged.append(best[0] + best[1])
-                    i += 2
-                else:
-                    merged.append(symbols[i])
-                    i += 1
-            symbols = merged
+        symbols = apply_merges([s if s in self._vocab else None for s in symbols], self._ranks)
         if len(self._cache) < 100_000:
             self._cache[word] = symbols
         return symbols

@@ -21,7 +21,7 @@ from collections import Counter
 
 import regex
 
-from .bpe import learn_merges
+from .bpe import apply_merges, learn_merges
 from .checks import check_text, check_texts, ids_to_tokens
 from .vocab_files import (
     check_merges,
@@ -153,20 +153,7 @@ class ByteLevelBPE:
         cached = self._cache.get(symbols)
         if cached is not None:
             return cached
-        parts, ranks = list(symbols), self._ranks
-        while len(parts) > 1:
-            best = min(zip(parts, parts[1:]), key=lambda pair: ranks.get(pair, float("inf")))
-            if best not in ranks:
-                break
-            merged, i = [], 0
-            while i < len(parts):
-                if i + 1 < len(parts) and parts[i] == best[0] and parts[i + 1] == best[1]:
-                    merged.append(parts[i] + parts[i + 1])
-                    i += 2
-                else:
-                    merged.append(parts[i])
-                    i += 1
-            parts = merged
+        parts = apply_merges(symbols, self._ranks)
         if len(self._cache) < 100_000:
             self._cache[symbols] = parts
         return parts

@@ -76,6 +76,14 @@ def check_vocab(vocab, where="vocab") -> dict:
     return dict(vocab)
 
 
+def _missing_part(pair, vocab):
+    """``"first part 'a'"`` (or second part, result) for the first of a merge's tokens not in ``vocab``."""
+    for what, token in (("first part", pair[0]), ("second part", pair[1]), ("result", pair[0] + pair[1])):
+        if token not in vocab:
+            return f"{what} {token!r}"
+    return None
+
+
 def check_merges(merges, vocab, where="merges") -> list:
     """Return ``merges`` as a list of ``(left, right)`` str pairs; ``ValueError`` naming
     ``where[i]`` for a merge that is not two strings, repeats an earlier one, or has a part or
@@ -93,10 +101,9 @@ def check_merges(merges, vocab, where="merges") -> list:
         if pair in seen:
             raise ValueError(f"{where}[{i}] = {pair!r} repeats {where}[{seen[pair]}]")
         seen[pair] = i
-        for what, token in (("first part", pair[0]), ("second part", pair[1]), ("result", pair[0] + pair[1])):
-            if token not in vocab:
-                raise ValueError(f"{where}[{i}] = {pair!r} has a {what} {token!r} "
-                                 "that is not in the vocabulary")
+        missing = _missing_part(pair, vocab)
+        if missing:
+            raise ValueError(f"{where}[{i}] = {pair!r} has a {missing} that is not in the vocabulary")
         out.append(pair)
     return out
 
@@ -165,12 +172,10 @@ def read_merges(path, vocab=None) -> list:
         if pair in seen:
             raise ValueError(f"{path}:{lineno}: the merge {line!r} repeats line {seen[pair]}")
         seen[pair] = lineno
-        if vocab is not None:
-            for what, token in (("first part", pair[0]), ("second part", pair[1]),
-                                ("result", pair[0] + pair[1])):
-                if token not in vocab:
-                    raise ValueError(f"{path}:{lineno}: the merge {line!r} has a {what} {token!r} "
-                                     "that is not in the vocabulary")
+        missing = _missing_part(pair, vocab) if vocab is not None else None
+        if missing:
+            raise ValueError(f"{path}:{lineno}: the merge {line!r} has a {missing} "
+                             "that is not in the vocabulary")
         merges.append(pair)
     return merges
 
