@@ -9,7 +9,8 @@ baselines:
 * **copy**: the French source itself as the "translation" (names, numbers and cognates copy);
 * **word-level**: the same model and recipe with the chapters' word vocabularies
   (``data.Vocab.build(train, data.Tokenizer(lang))``); the test split's unknown words are
-  counted.
+  counted, and both models are also scored apart on the test sentences with and without a
+  source word that this vocabulary lacks (where subwords should help).
 
 The recipe's tokens are the course's byte-level BPE (``course_pkg.subword``) trained on the
 training split only: one joint vocabulary for French + English (``--tokens joint``, the default;
@@ -137,7 +138,22 @@ def run(name, recipe, corpus, kind, seed, torch_threads, log_every, beam, sample
     hyps = cp.translate(model, [s for s, _ in seen], src_vocab, tgt_vocab)
     result["train1"] = (corpus_bleu(hyps, [t for _, t in seen]), corpus_chrf(hyps, [t for _, t in seen]))
     result["unknown"] = (unknown_rate(src_vocab, sources), unknown_rate(tgt_vocab, references))
+    result["by_unknown"] = scores_by_unknown(corpus, result["hyps"])
     return result
+
+
+def scores_by_unknown(corpus, hyps):
+    """BLEU and chrF of ``hyps`` on the test sentences with a source word that the word-level
+    vocabulary of the training split lacks, and on the others: {True/False: (n, bleu, chrf)}."""
+    word_vocab = data.Vocab.build([s for s, _ in corpus.train], data.Tokenizer("fr"))
+    unk = data.SPECIAL_TOKENS.index("<unk>")
+    has = [unk in word_vocab.encode(s) for s, _ in corpus.test]
+    out = {}
+    for flag in (True, False):
+        picked = [(h, t) for h, (_, t), m in zip(hyps, corpus.test, has) if m == flag]
+        out[flag] = (len(picked), corpus_bleu([h for h, _ in picked], [t for _, t in picked]),
+                     corpus_chrf([h for h, _ in picked], [t for _, t in picked]))
+    return out
 
 
 def _weights(model, name):
@@ -158,6 +174,10 @@ def report(label, r, beam):
     print(f"  test greedy: BLEU {r['test1'][0]:5.2f}  chrF {r['test1'][1]:5.2f}")
     if beam > 1:
         print(f"  test beam {beam}: BLEU {r[f'test{beam}'][0]:5.2f}  chrF {r[f'test{beam}'][1]:5.2f}")
+    for flag, label in ((True, "with"), (False, "without")):
+        n, b, c = r["by_unknown"][flag]
+        print(f"  test sentences {label} a source word unknown to the word vocabulary ({n}): "
+              f"BLEU {b:5.2f}  chrF {c:5.2f}")
     bleu, chrf = r["train1"]
     print(f"  first {r['n_seen']} training pairs, greedy: BLEU {bleu:5.2f}  chrF {chrf:5.2f}"
           "  (the gap to the test split: overfitting)")
