@@ -14,6 +14,7 @@ leaf layer             canonical entries                      PyTorch parameter
 dense                  ``<path>.kernel`` (in, out),           ``weight`` (out, in) = kernelᵀ,
                        ``<path>.bias``                        ``bias``
 layer normalisation    ``<path>.gamma``, ``<path>.beta``      ``weight``, ``bias``
+RMSNorm                ``<path>.scale`` (d,)                  ``scale``
 embedding              ``<path>.embeddings`` (vocab, d)       ``weight``
 =====================  =====================================  ==========================
 

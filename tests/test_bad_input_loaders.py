@@ -1,12 +1,13 @@
 """Bad checkpoints for the Hugging Face loaders: one clear error naming the checkpoint's own key.
 
-``bert_from_huggingface``, ``gpt_from_huggingface`` and ``vit_from_huggingface`` read a
-learner's checkpoint, which speaks Hugging Face names. Another family's checkpoint, a missing or
-unexpected entry, a wrongly shaped tensor or a configuration that does not match the weights
-raises ``ValueError`` (``TypeError`` for an entry that is not numbers) naming the key as the
-checkpoint spells it (with its ``bert.`` / ``transformer.`` / ``vit.`` prefix), what was expected
-and what came; the checks live in the framework-free ``course_pkg.common.huggingface``, so both
-frameworks say the same. Tiny random models, built offline.
+``bert_from_huggingface``, ``gpt_from_huggingface``, ``vit_from_huggingface`` and
+``llama_from_huggingface`` read a learner's checkpoint, which speaks Hugging Face names. Another
+family's checkpoint, a missing or unexpected entry, a wrongly shaped tensor or a configuration that
+does not match the weights raises ``ValueError`` (``TypeError`` for an entry that is not numbers)
+naming the key as the checkpoint spells it (with its ``bert.`` / ``transformer.`` / ``vit.`` /
+``model.`` prefix), what was expected and what came; the checks live in the framework-free
+``course_pkg.common.huggingface`` (and ``llama_checkpoint``), so both frameworks say the same.
+Tiny random models, built offline.
 """
 
 import re
@@ -41,7 +42,14 @@ def vit(**config):
         num_attention_heads=HEADS, intermediate_size=FF, num_labels=3, **config)).eval()
 
 
-MODELS = {"bert": bert, "gpt": gpt2, "vit": vit}
+def llama():
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+        num_key_value_heads=1, intermediate_size=FF, max_position_embeddings=POSITIONS)).eval()
+
+
+MODELS = {"bert": bert, "gpt": gpt2, "vit": vit, "llama": llama}
 
 
 def load(fw, family, source, config=None):
@@ -58,6 +66,8 @@ def state_and_config(family):
     ("gpt", "bert", "GPT-2 (model_type 'gpt2')", "bert"),
     ("vit", "bert", "ViT (model_type 'vit')", "bert"),
     ("bert", "vit", "BERT (model_type 'bert')", "vit"),
+    ("llama", "gpt", "Llama (model_type 'llama')", "gpt2"),
+    ("gpt", "llama", "GPT-2 (model_type 'gpt2')", "llama"),
 ])
 def test_another_familys_checkpoint_is_named_as_such(fw, family, other, expected, found):
     message = f"expected the configuration of a Hugging Face {expected}, got one of model_type {found!r}"
@@ -66,7 +76,7 @@ def test_another_familys_checkpoint_is_named_as_such(fw, family, other, expected
 
 
 @pytest.mark.parametrize("family,key", [("bert", "num_hidden_layers"), ("gpt", "n_embd"),
-                                        ("vit", "image_size")])
+                                        ("vit", "image_size"), ("llama", "hidden_size")])
 def test_a_configuration_without_a_size_names_it(fw, family, key):
     state, config = state_and_config(family)
     del config[key], config["model_type"]
@@ -87,6 +97,8 @@ def test_a_configuration_without_a_size_names_it(fw, family, key):
     ("vit", "vit.embeddings.position_embeddings", (1, 6, D), (1, 5, D)),
     ("vit", "vit.embeddings.patch_embeddings.projection.weight", (D, 1, 2, 2), (D, 1, PATCH, PATCH)),
     ("vit", "classifier.bias", (4,), (3,)),
+    ("llama", "model.layers.0.self_attn.k_proj.weight", (D, D), (D // HEADS, D)),  # one key/value head
+    ("llama", "lm_head.weight", (VOCAB, D + 1), (VOCAB, D)),
 ])
 def test_a_wrongly_shaped_tensor_is_named_by_the_checkpoints_key(fw, family, key, shape, expected):
     state, config = state_and_config(family)
@@ -103,6 +115,7 @@ def test_a_wrongly_shaped_tensor_is_named_by_the_checkpoints_key(fw, family, key
     ("vit", "vit.embeddings.cls_token"),
     ("vit", "vit.layernorm.weight"),
     ("vit", "classifier.bias"),
+    ("llama", "model.layers.1.mlp.up_proj.weight"),
 ])
 def test_a_missing_entry_is_named(fw, family, key):
     state, config = state_and_config(family)
@@ -113,7 +126,7 @@ def test_a_missing_entry_is_named(fw, family, key):
 
 @pytest.mark.parametrize("family,extra", [
     ("vit", "vit.embeddings.distillation_token"), ("vit", "head.weight"), ("bert", "bert.extra.weight"),
-    ("gpt", "transformer.h.0.attn.extra"),
+    ("gpt", "transformer.h.0.attn.extra"), ("llama", "model.layers.0.self_attn.q_proj.bias"),
 ])
 def test_an_unexpected_entry_is_named(fw, family, extra):
     state, config = state_and_config(family)

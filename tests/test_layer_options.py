@@ -247,7 +247,7 @@ def test_torch_options_checkpoint_round_trip(torch_fw, interop, tmp_path):
 
 @pytest.mark.parametrize("name,kw,error,match", [
     ("FeedForward", {"activation": "swish"}, ValueError, r"activation must be one of \('relu', 'gelu', "
-                                                         r"'gelu_tanh'\), got 'swish'"),
+                                                         r"'gelu_tanh', 'silu'\), got 'swish'"),
     ("EncoderLayer", {"activation": "GELU"}, ValueError, "activation must be one of"),
     ("EncoderLayer", {"norm_first": "yes"}, TypeError, "norm_first must be True or False"),
     ("EncoderLayer", {"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be a positive float"),

@@ -38,6 +38,9 @@ PUBLIC_NAMES = [
     "top_k_probabilities", "top_p_filter", "top_p_probabilities", "transformer", "vit",
     "vit_embedding_parameters", "vit_features",
 ]
+# Public names added since, each in the module of its twins: Llama's components (issue 28).
+PUBLIC_NAMES += ["apply_rotary", "rms_norm", "rotary_cos_sin", "rotate_half", "silu"]
+PUBLIC_NAMES += ["llama", "llama_block"]  # the Llama model (issue 28)
 
 # Modules of course_pkg/reference/ without a twin of the same name, each with its reason. None today:
 # the building blocks (dense, layer norm, sub) live in _layers.py as the twins' leaf layers do.

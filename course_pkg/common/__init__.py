@@ -12,6 +12,8 @@ model's weights by their canonical names).
 - :mod:`~course_pkg.common.checks`: argument checks and their messages, shared constants;
 - :mod:`~course_pkg.common.image_checks`: the vision models' checks (chapter 9);
 - :mod:`~course_pkg.common.rnn_checks`: the RNN encoder-decoder's checks and choices (chapters 1-2);
+- :mod:`~course_pkg.common.rotary_checks`: the checks of Llama's components (RMSNorm, rotary positions,
+  grouped-query attention);
 - :mod:`~course_pkg.common.training`: the trainers' constants, config comparison, progress bar, fit loop;
 - :mod:`~course_pkg.common.generation`: what GPT's ``generate`` does alike in both frameworks;
 - :mod:`~course_pkg.common.search`: greedy and beam search's defaults, length penalty, state reordering;

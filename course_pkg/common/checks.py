@@ -432,9 +432,9 @@ def check_checkpoint_info(info, where, checkpoint_format) -> None:
         raise ValueError(f"{where} is a damaged checkpoint: " + "; ".join(problems))
 
 
-# The feed-forward activations: ReLU (the paper), exact (erf) GELU (BERT), and GELU's tanh
-# approximation (GPT-2's ``gelu_new``).
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+# The feed-forward activations: ReLU (the paper), exact (erf) GELU (BERT), GELU's tanh
+# approximation (GPT-2's ``gelu_new``) and SiLU, x·sigmoid(x) (Llama's gated feed-forward).
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
 def check_activation(activation) -> str:
@@ -448,10 +448,10 @@ def check_activation(activation) -> str:
 LAYER_NORM_EPSILON = 1e-6
 
 
-def check_epsilon(eps) -> float:
-    """Raise ``ValueError`` unless ``eps`` (a LayerNorm epsilon) is a finite float > 0."""
+def check_epsilon(eps, name="layer_norm_eps") -> float:
+    """Raise ``ValueError`` naming ``name`` unless ``eps`` (a norm's epsilon) is a finite float > 0."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < float(eps) < float("inf"):
-        raise ValueError(f"layer_norm_eps must be a positive float, got {eps!r}")
+        raise ValueError(f"{name} must be a positive float, got {eps!r}")
     return float(eps)
 
 

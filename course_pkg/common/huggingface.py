@@ -6,6 +6,8 @@ and their TensorFlow twins; they build the course model from the Hugging Face
 configuration and load the weights this module maps. Nothing here imports
 ``transformers`` (nor a framework): the loaders take the Hugging Face model, or
 its state dict (tensors or NumPy arrays) with its configuration, as arguments.
+Llama's mapping, which reuses :class:`Reader` and :func:`load_into`, is in
+:mod:`course_pkg.common.llama_checkpoint`.
 
 What maps to what (``i`` a layer; canonical names as :mod:`course_pkg.interop`;
 a ``torch.nn.Linear`` weight is (out, in), the canonical kernel its transpose):
@@ -173,7 +175,7 @@ def gpt_config(config: dict) -> dict:
     }
 
 
-class _Reader:
+class Reader:
     """Reads entries of a state dict (under an optional prefix), checks their shapes against the
     configuration's, and records which were used. Errors name the checkpoint's own key."""
 
@@ -218,7 +220,7 @@ def bert_weights(state_dict, size) -> dict:
     :func:`bert_config`) gives it."""
     num_layers, d, ff, vocab = size["num_layers"], size["d_model"], size["dff"], size["vocab_size"]
     prefix = "bert." if any(k.startswith("bert.") for k in state_dict) else ""
-    r = _Reader(state_dict, prefix, "BERT")
+    r = Reader(state_dict, prefix, "BERT")
     w = {"token_embedding.embeddings": r.get("embeddings.word_embeddings.weight", (vocab, d)),
          "position_embedding.table.embeddings": r.get("embeddings.position_embeddings.weight",
                                                       (size["max_len"], d)),
@@ -236,7 +238,7 @@ def bert_weights(state_dict, size) -> dict:
         r.norm(w, f"{src}.output.LayerNorm", f"{dst}.norm2", d)
     if r.has("pooler.dense.weight"):
         r.linear(w, "pooler.dense", "pooler", d, d)
-    head = _Reader(state_dict, "cls.predictions.", "BERT")
+    head = Reader(state_dict, "cls.predictions.", "BERT")
     if head.has("bias"):
         head.linear(w, "transform.dense", "mlm_dense", d, d)
         head.norm(w, "transform.LayerNorm", "mlm_norm", d)
@@ -260,7 +262,7 @@ def gpt_weights(state_dict, size) -> dict:
     :func:`gpt_config`) gives it."""
     num_layers, d, ff, vocab = size["num_layers"], size["d_model"], size["dff"], size["vocab_size"]
     prefix = "transformer." if any(k.startswith("transformer.") for k in state_dict) else ""
-    r = _Reader(state_dict, prefix, "GPT-2")
+    r = Reader(state_dict, prefix, "GPT-2")
     w = {"token_embedding.embeddings": r.get("wte.weight", (vocab, d)),
          "position_embedding.table.embeddings": r.get("wpe.weight", (size["max_len"], d))}
     for i in range(num_layers):
@@ -277,7 +279,7 @@ def gpt_weights(state_dict, size) -> dict:
         r.linear(w, f"{src}.mlp.c_proj", f"{dst}.ffn.w2", ff, d, conv1d=True)
     r.norm(w, "ln_f", "final_norm", d)
     if "lm_head.weight" in state_dict:
-        head = _Reader(state_dict, "", "GPT-2").get("lm_head.weight", (vocab, d))  # (vocab, d_model)
+        head = Reader(state_dict, "", "GPT-2").get("lm_head.weight", (vocab, d))  # (vocab, d_model)
         r.used.add("lm_head.weight")
         if size["tie_embeddings"] and not np.array_equal(head, w["token_embedding.embeddings"]):
             raise ValueError("lm_head.weight differs from wte.weight but the configuration ties them "
@@ -364,7 +366,7 @@ def vit_weights(state_dict, size) -> dict:
     entry checked against the shape that ``size`` (:func:`vit_config`) gives it."""
     d, ff, p, channels = size["d_model"], size["dff"], size["patch_size"], size["num_channels"]
     prefix = "vit." if any(k.startswith("vit.") for k in state_dict) else ""
-    r = _Reader(state_dict, prefix, "ViT")
+    r = Reader(state_dict, prefix, "ViT")
     conv = r.get("embeddings.patch_embeddings.projection.weight", (d, channels, p, p))
     tokens = (size["image_size"] // p) ** 2 + 1
     out = {
@@ -376,7 +378,7 @@ def vit_weights(state_dict, size) -> dict:
     }
     r.norm(out, "layernorm", "final_norm", d)
     if size["num_classes"] is not None or "classifier.weight" in state_dict:
-        head = _Reader(state_dict, "", "ViT")
+        head = Reader(state_dict, "", "ViT")
         head.linear(out, "classifier", "head", d, size["num_classes"] or 0)
         r.used |= head.used
     # either naming of the layers: that of transformers 5, else the Hub's older one

@@ -38,12 +38,15 @@ from .bert import bert, mlm_inputs
 from .decoder import decoder, decoder_layer, decoder_layer_parameters
 from .decoding import greedy_step
 from .encoder import encoder, encoder_layer, encoder_layer_parameters
-from .feed_forward import ACTIVATIONS, feed_forward, gelu, gelu_tanh
+from .feed_forward import ACTIVATIONS, feed_forward, gelu, gelu_tanh, silu
 from .gpt import gpt, top_k_filter, top_k_probabilities, top_p_filter, top_p_probabilities
+from .llama import llama, llama_block
 from .losses import log_softmax, masked_loss, smoothed_targets, teacher_forcing
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask, prefix_lm_mask
+from .normalization import rms_norm
 from .positional import learned_positional_encoding, positional_embedding, positional_encoding
 from .rnn_attention import bahdanau_attention, luong_attention, masked_softmax
+from .rotary import apply_rotary, rotary_cos_sin, rotate_half
 from .schedule import noam_learning_rate
 from .seq2seq import (
     attention_decoder,
@@ -85,6 +88,11 @@ __all__ = [
     "seq2seq_encoder", "seq2seq_decoder", "attention_decoder", "seq2seq",
     # training and decoding
     "teacher_forcing", "log_softmax", "smoothed_targets", "masked_loss", "noam_learning_rate", "greedy_step",
+    # Llama's components: RMSNorm, rotary position embeddings, SiLU (grouped-query attention and the
+    # gated feed-forward are options of multi_head_attention and feed_forward)
+    "rms_norm", "rotary_cos_sin", "rotate_half", "apply_rotary", "silu",
+    # Llama: a block and the decoder-only model
+    "llama_block", "llama",
     # vision (chapter 9)
     "patchify", "patch_embedding", "conv_stem", "vit_features", "vit", "attention_rollout",
     "vit_embedding_parameters",

@@ -6,6 +6,7 @@ Mirrors ``course_pkg.torch.attention`` and ``course_pkg.tensorflow.attention``.
 import numpy as np
 
 from .base import dense
+from .rotary import apply_rotary, rotary_cos_sin
 
 
 def softmax(x, axis=-1):
@@ -44,14 +45,26 @@ def combine_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(batch, seq, heads * depth)
 
 
-def multi_head_attention(params, query, key, value, num_heads, mask=None):
-    """Multi-head attention with the weights ``wq, wk, wv, wo`` in ``params``.
+def multi_head_attention(params, query, key, value, num_heads, mask=None, num_kv_heads=None,
+                         rope_theta=None, positions=None):
+    """Multi-head attention with the weights ``wq, wk, wv, wo`` in ``params`` (biases where present).
 
-    Shape: (batch, Tq, d_model), (batch, Tk, d_model) x2 ->
+    ``num_kv_heads`` key/value heads (grouped-query attention), each repeated for its
+    ``num_heads // num_kv_heads`` query heads; with ``rope_theta``, queries and keys rotated to
+    ``positions`` (default 0 .. T - 1; one positions array for both, as in self-attention).
+
+    Shape: (batch, Tq, d_model), (batch, Tk, d_model) x2, positions (batch or 1, T) ->
     (batch, Tq, d_model), (batch, heads, Tq, Tk).
     """
+    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     q = split_heads(dense(params, np.asarray(query, np.float64), "wq"), num_heads)
-    k = split_heads(dense(params, np.asarray(key, np.float64), "wk"), num_heads)
-    v = split_heads(dense(params, np.asarray(value, np.float64), "wv"), num_heads)
+    k = split_heads(dense(params, np.asarray(key, np.float64), "wk"), num_kv_heads)
+    v = split_heads(dense(params, np.asarray(value, np.float64), "wv"), num_kv_heads)
+    if rope_theta is not None:
+        positions = np.arange(q.shape[2])[np.newaxis] if positions is None else np.asarray(positions)
+        cos, sin = rotary_cos_sin(positions, q.shape[-1], rope_theta)  # (batch, T, depth) each
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+    k = np.repeat(k, num_heads // num_kv_heads, axis=1)  # (batch, heads, Tk, depth): head h reads h // groups
+    v = np.repeat(v, num_heads // num_kv_heads, axis=1)
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     return dense(params, combine_heads(out), "wo"), weights

@@ -13,8 +13,9 @@ from ..common.checks import LAYER_NORM_EPSILON
 
 
 def dense(params, x, name):
-    """``x @ params[name.kernel] + params[name.bias]``."""
-    return x @ params[f"{name}.kernel"] + params[f"{name}.bias"]
+    """``x @ params[name.kernel] + params[name.bias]`` (no bias where ``params`` holds none: Llama's)."""
+    bias = params.get(f"{name}.bias")
+    return x @ params[f"{name}.kernel"] + (0.0 if bias is None else bias)
 
 
 def sub(params, prefix):

@@ -19,6 +19,7 @@ from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
 from .gpt import GPT, gpt_from_huggingface, top_k_filter, top_p_filter
 from .heads import ClassificationHead
+from .llama import Llama, LlamaBlock, llama_from_huggingface
 from .losses import masked_accuracy, masked_loss
 from .masks import (
     create_combined_mask,
@@ -29,7 +30,9 @@ from .masks import (
     to_attend_mask,
     to_blocked_mask,
 )
+from .normalization import RMSNorm
 from .positional import LearnedPositionalEncoding, PositionalEmbedding, positional_encoding
+from .rotary import RotaryEmbedding, apply_rotary, rotary_cos_sin
 from .schedule import NoamSchedule, make_optimizer
 from .seq2seq import (
     AttentionDecoder,
@@ -57,6 +60,12 @@ __all__ = [
     # sampling filters, and the loaders of Hugging Face checkpoints.
     "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",
     "bert_from_huggingface", "gpt_from_huggingface",
+    # Llama's components: RMSNorm and rotary position embeddings (RoPE); grouped-query attention and
+    # the gated (SwiGLU) feed-forward are options of MultiHeadAttention and FeedForward.
+    "RMSNorm", "RotaryEmbedding", "rotary_cos_sin", "apply_rotary",
+    # Llama: RMSNorm, rotary positions, SwiGLU and grouped-query attention in a decoder-only model,
+    # and the loader of Hugging Face's Llama checkpoints.
+    "Llama", "LlamaBlock", "llama_from_huggingface",
     # Vision (chapter 9): images as sequences of patches, the ViT, the loader of Hugging Face's ViT.
     "PatchEmbedding", "ViT", "vit_from_huggingface",
     # Decoding (greedy, beam search) for any model with start_decoding/decode_step.

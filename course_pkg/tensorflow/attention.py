@@ -3,7 +3,9 @@
 Shapes: ``batch`` sequences, ``Tq`` queries attending to ``Tk`` keys (``seq``
 either length, in the head helpers), ``...`` any leading axes; ``dk`` the depth
 of queries and keys, ``dv`` that of values; ``d_model`` the model width,
-``heads`` attention heads of ``depth = d_model // num_heads`` features each.
+``heads`` attention heads of ``depth = d_model // num_heads`` features each,
+``kv_heads`` key/value heads (grouped-query attention: each shared by ``heads / kv_heads``
+query heads).
 """
 
 import math
@@ -21,7 +23,16 @@ from ..common.checks import (
     check_mask_shape,
     check_matching_depth,
 )
+from ..common.rotary_checks import (
+    check_head_dim,
+    check_kv_heads,
+    check_num_kv_heads,
+    check_rope_lengths,
+    check_rope_positions,
+    check_theta,
+)
 from .base import Layer, dense
+from .rotary import RotaryEmbedding
 
 
 def weighted_values(weights, value, blocked):
@@ -189,17 +200,39 @@ def fused_attention(query, key, value, mask=None):
     return tf.cond(all_finite, lambda: out, poisoned)  # (..., Tq, dv)
 
 
+def repeat_kv(x, num_repeats):
+    """Each key/value head repeated ``num_repeats`` times along the heads axis (Hugging Face's
+    ``repeat_kv``): query heads 0 .. num_repeats - 1 share key/value head 0, and so on.
+
+    Shape:
+        (batch, kv_heads, T, depth) -> (batch, kv_heads * num_repeats, T, depth).
+    """
+    if num_repeats == 1:
+        return x
+    return tf.repeat(x, num_repeats, axis=1)  # (batch, kv_heads * num_repeats, T, depth)
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` attentions over ``d_model / num_heads`` features.
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
     head_i = Attention(Q W^Q_i, K W^K_i, V W^V_i). The per-head projections are
-    stored together as the four dense layers ``wq, wk, wv, wo`` (with bias).
+    stored together as the four dense layers ``wq, wk, wv, wo`` (with bias by default).
 
     Args:
         d_model: model width; must be a multiple of ``num_heads``.
         num_heads: number of heads; each gets ``depth = d_model // num_heads``.
+        num_kv_heads: key/value heads (``None``: ``num_heads``); must divide ``num_heads``.
+            Fewer is grouped-query attention (1: multi-query): ``wk`` and ``wv`` project to
+            ``num_kv_heads * depth`` features, :meth:`project_kv` returns (and a decoding cache
+            keeps) only those heads, and :meth:`attend` repeats each ``num_heads // num_kv_heads``
+            times (:func:`repeat_kv`) before attending.
+        use_bias: ``False``: no biases in ``wq, wk, wv, wo`` (Llama).
+        rope_theta: ``None``, or the base of rotary position embeddings
+            (:class:`~course_pkg.tensorflow.rotary.RotaryEmbedding`, ``depth`` even) applied to the
+            projected queries and keys, which then take integer ``positions`` (batch, seq),
+            by default 0 .. seq - 1 in every row.
 
     Floating inputs of another dtype are cast to the layer's compute dtype
     (Keras does it); the torch layer refuses them with a ``TypeError``.
@@ -210,28 +243,42 @@ class MultiHeadAttention(Layer):
         :func:`scaled_dot_product_attention`. With ``need_weights=False`` it
         returns ``(output, None)`` from the fused kernel (:func:`fused_attention`),
         unless ``set_fused_attention(False)`` forces the explicit path.
+        ``mha(..., positions=...)`` (with ``rope_theta`` only: else ``ValueError``) gives
+        queries and keys their positions; without, queries and keys of different lengths
+        are refused under RoPE (``ValueError``).
 
     Shape:
         query (batch, Tq, d_model), key and value (batch, Tk, d_model),
-        mask broadcastable to (batch, heads, Tq, Tk) ->
+        mask broadcastable to (batch, heads, Tq, Tk), positions (batch or 1, T) ->
         output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
     """
 
-    def __init__(self, d_model, num_heads, **kwargs):
+    def __init__(self, d_model, num_heads, num_kv_heads=None, use_bias=True, rope_theta=None, **kwargs):
         super().__init__(**kwargs)
-        self.depth = check_heads(d_model, num_heads)
+        depth = check_heads(d_model, num_heads)
+        num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
+        use_bias = check_flag("use_bias", use_bias)
+        if rope_theta is not None:
+            rope_theta = check_theta(rope_theta, "rope_theta")
+            check_head_dim(depth, "head_dim = d_model // num_heads")
+        self.depth = depth
         self.d_model = d_model
         self.num_heads = num_heads
-        self.wq = dense(d_model, d_model, "wq", self.dtype_policy)
-        self.wk = dense(d_model, d_model, "wk", self.dtype_policy)
-        self.wv = dense(d_model, d_model, "wv", self.dtype_policy)
-        self.wo = dense(d_model, d_model, "wo", self.dtype_policy)
+        self.num_kv_heads, self.use_bias, self.rope_theta = num_kv_heads, use_bias, rope_theta
+        self.wq = dense(d_model, d_model, "wq", self.dtype_policy, use_bias)
+        self.wk = dense(d_model, num_kv_heads * depth, "wk", self.dtype_policy, use_bias)
+        self.wv = dense(d_model, num_kv_heads * depth, "wv", self.dtype_policy, use_bias)
+        self.wo = dense(d_model, d_model, "wo", self.dtype_policy, use_bias)
+        self.rotary = (None if rope_theta is None
+                       else RotaryEmbedding(depth, rope_theta, name="rotary", dtype=self.dtype_policy))
         self.built = True
 
-    def split_heads(self, x):
-        """(batch, seq, d_model) -> (batch, heads, seq, depth)."""
+    def split_heads(self, x, num_heads=None):
+        """(batch, seq, heads * depth) -> (batch, heads, seq, depth), ``heads`` = ``num_heads``
+        (the layer's by default; ``num_kv_heads`` for keys and values)."""
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        x = tf.reshape(x, (batch, seq, self.num_heads, self.depth))  # (batch, seq, heads, depth)
+        heads = self.num_heads if num_heads is None else num_heads
+        x = tf.reshape(x, (batch, seq, heads, self.depth))  # (batch, seq, heads, depth)
         return tf.transpose(x, (0, 2, 1, 3))  # (batch, heads, seq, depth)
 
     def combine_heads(self, x):
@@ -240,36 +287,56 @@ class MultiHeadAttention(Layer):
         x = tf.transpose(x, (0, 2, 1, 3))  # (batch, seq, heads, depth)
         return tf.reshape(x, (batch, seq, self.d_model))  # (batch, seq, d_model)
 
-    def call(self, query, key, value, mask=None, need_weights=True, training=None):
+    def call(self, query, key, value, mask=None, need_weights=True, positions=None, training=None):
         check_features(query.shape, self.d_model, "query")
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
         check_batch(query.shape[0], key=key.shape, value=value.shape)
-        k, v = self.project_kv(key, value)  # (batch, heads, Tk, depth) each
-        return self.attend(query, k, v, mask, need_weights=need_weights)
+        check_rope_positions(self.rope_theta, positions is None)
+        if self.rotary is not None and positions is None:
+            check_rope_lengths(query.shape[1], key.shape[1])
+        k, v = self.project_kv(key, value, positions=positions)  # (batch, kv_heads, Tk, depth) each
+        return self.attend(query, k, v, mask, need_weights=need_weights, positions=positions)
 
-    def project_kv(self, key, value):
-        """Project and split keys and values: the part a decoding cache can keep.
+    def project_kv(self, key, value, positions=None):
+        """Project and split keys and values: the part a decoding cache can keep (only the
+        ``num_kv_heads`` key/value heads; with ``rope_theta``, the keys rotated to their
+        ``positions``, as Hugging Face's cache keeps them).
 
         Shape:
-            key, value (batch, Tk, d_model) -> k, v (batch, heads, Tk, depth).
+            key, value (batch, Tk, d_model), positions (batch or 1, Tk) ->
+            k, v (batch, kv_heads, Tk, depth).
         """
         check_features(key.shape, self.d_model, "key")
         check_features(value.shape, self.d_model, "value")
-        return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
+        check_rope_positions(self.rope_theta, positions is None)
+        k = self.split_heads(self.wk(key), self.num_kv_heads)  # (batch, kv_heads, Tk, depth)
+        v = self.split_heads(self.wv(value), self.num_kv_heads)  # (batch, kv_heads, Tk, depth)
+        if self.rotary is not None:
+            k = self.rotary(k, positions)  # (batch, kv_heads, Tk, depth)
+        return k, v
 
-    def attend(self, query, k, v, mask=None, need_weights=True):
+    def attend(self, query, k, v, mask=None, need_weights=True, positions=None):
         """Attend from ``query`` to keys/values already projected by :meth:`project_kv`.
 
         With ``need_weights=False`` the weights are ``None`` and the fused kernel runs
-        (see the class's Call section).
+        (see the class's Call section). With ``rope_theta``, the queries are rotated to their
+        ``positions``; each key/value head is repeated for its ``num_heads // num_kv_heads``
+        query heads before either path.
 
         Shape:
-            query (batch, Tq, d_model), k and v (batch, heads, Tk, depth) ->
+            query (batch, Tq, d_model), k and v (batch, kv_heads, Tk, depth),
+            positions (batch or 1, Tq) ->
             output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
         """
         check_features(query.shape, self.d_model, "query")
+        check_rope_positions(self.rope_theta, positions is None)
+        check_kv_heads(k.shape, v.shape, self.num_kv_heads, self.depth)
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
+        if self.rotary is not None:
+            q = self.rotary(q, positions)  # (batch, heads, Tq, depth)
+        groups = self.num_heads // self.num_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)  # (batch, heads, Tk, depth) each
         if need_weights or not _FUSED["enabled"]:
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth)
         else:
@@ -278,4 +345,5 @@ class MultiHeadAttention(Layer):
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads}
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
+                "num_kv_heads": self.num_kv_heads, "use_bias": self.use_bias, "rope_theta": self.rope_theta}

@@ -75,9 +75,10 @@ class Model(Layer, keras.Model):
     """Base of the course's Keras models: a :class:`Layer` that is also a ``keras.Model``."""
 
 
-def dense(in_features: int, out_features: int, name=None, dtype=None) -> layers.Dense:
-    """``keras.layers.Dense`` (Glorot-uniform kernel, zero bias), built for ``in_features``."""
-    layer = layers.Dense(out_features, name=name, dtype=dtype)
+def dense(in_features: int, out_features: int, name=None, dtype=None, use_bias: bool = True) -> layers.Dense:
+    """``keras.layers.Dense`` (Glorot-uniform kernel, zero bias), built for ``in_features``; no bias when
+    ``use_bias`` is False (Llama's projections)."""
+    layer = layers.Dense(out_features, use_bias=use_bias, name=name, dtype=dtype)
     layer.build((None, in_features))
     return layer
 

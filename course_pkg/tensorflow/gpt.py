@@ -61,6 +61,63 @@ def top_p_filter(logits, p):
     return tf.where(remove, tf.constant(-np.inf, logits.dtype), logits)
 
 
+def causal_lm_inputs(model, tokens, padding_mask=None):
+    """The token ids of a causal language model (:class:`GPT`, ``Llama``) as a tensor, checked
+    against its ``vocab_size`` and ``max_len``, and their padding (1.0): ``padding_mask``,
+    else the tokens equal to the model's ``pad_id``, else none.
+
+    Shape:
+        tokens, padding_mask (batch, seq) -> tokens (batch, seq) int, padding (batch, seq) float32.
+    """
+    tokens = token_ids(tokens)
+    check_tokens(tokens, model.vocab_size, model.max_len)
+    pad = padding_mask_2d(tokens, padding_mask, model.pad_id)
+    return tokens, tf.zeros(tf.shape(tokens), tf.float32) if pad is None else pad
+
+
+def generate_tokens(model, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                    do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
+    """The loop of :meth:`GPT.generate` (see there for the arguments), for any causal language model
+    with GPT's ``init_cache``/``decode_step`` API and ``token_embedding``, ``vocab_size``, ``max_len``,
+    ``pad_id`` (GPT, ``Llama``).
+
+    Shape:
+        prompt_tokens, padding_mask (batch, prompt) -> (batch, prompt + steps) int64.
+    """
+    tokens, pad = causal_lm_inputs(model, prompt_tokens, padding_mask)
+    fewest_real = float(tf.reduce_min(tf.reduce_sum(1.0 - pad, axis=1))) if tokens.shape[0] else 1
+    check_generation(tuple(tokens.shape), max_new_tokens, model.max_len, temperature, top_k, top_p,
+                     do_sample, fewest_real)
+    tokens, pad = left_align(tokens.numpy().astype(np.int64), pad.numpy())
+    tokens, pad = tf.constant(tokens), tf.constant(pad, tf.float32)
+    rng = np.random.default_rng(seed)
+    done = np.zeros(tokens.shape[0], dtype=bool)
+    if use_cache:
+        logits, state = model.decode_step(tokens, model.init_cache(tokens.shape[0]), pad)
+    for step in range(max_new_tokens):
+        if not use_cache:
+            logits = model(tokens, padding_mask=pad, training=False)
+        last = tf.cast(logits[:, -1], tf.float32)  # (batch, vocab)
+        if do_sample:
+            last = last / temperature
+            last = last if top_k is None else top_k_filter(last, top_k)
+            last = last if top_p is None else top_p_filter(last, top_p)
+            nxt = sample_next(tf.nn.softmax(last, axis=-1).numpy(), rng)  # (batch,)
+        else:
+            nxt = tf.argmax(last, axis=-1).numpy()
+        if eos_id is not None:
+            nxt = np.where(done, eos_id, nxt)
+            done |= nxt == eos_id
+        nxt = tf.constant(np.asarray(nxt, np.int64)[:, None])  # (batch, 1)
+        tokens = tf.concat([tokens, nxt], axis=1)
+        pad = tf.concat([pad, tf.zeros(tf.shape(nxt), tf.float32)], axis=1)
+        if eos_id is not None and done.all():
+            break
+        if use_cache and step + 1 < max_new_tokens:
+            logits, state = model.decode_step(nxt, state)
+    return tokens
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class GPT(Model):
     """A decoder-only Transformer (GPT-2's layout): pre-LN blocks without cross-attention.
@@ -139,14 +196,8 @@ class GPT(Model):
         x = self.position_embedding(x, positions=positions)  # (batch, seq, d_model)
         return self.embedding_dropout(x, training=training)
 
-    def _as_inputs(self, tokens, padding_mask):
-        tokens = token_ids(tokens)
-        check_tokens(tokens, self.vocab_size, self.max_len)
-        pad = padding_mask_2d(tokens, padding_mask, self.pad_id)
-        return tokens, tf.zeros(tf.shape(tokens), tf.float32) if pad is None else pad
-
     def call(self, tokens, padding_mask=None, return_attention=False, training=None):
-        tokens, pad = self._as_inputs(tokens, padding_mask)
+        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
         seq = tf.shape(tokens)[1]
         x = self._embed(tokens, pad, tf.zeros(tf.shape(tokens)[:1]), training=training)
         look_ahead = create_look_ahead_mask(seq)  # (seq, seq)
@@ -178,7 +229,7 @@ class GPT(Model):
         Shape:
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
-        tokens, pad = self._as_inputs(tokens, padding_mask)
+        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
         past, new = state["pad"].shape[1], tokens.shape[1]
         check_tokens(tokens, self.vocab_size, self.max_len, past)
         x = self._embed(tokens, pad, state["count"])  # (batch, new, d_model)
@@ -219,38 +270,8 @@ class GPT(Model):
             An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
             tokens, ``steps <= max_new_tokens``.
         """
-        tokens, pad = self._as_inputs(prompt_tokens, padding_mask)
-        fewest_real = float(tf.reduce_min(tf.reduce_sum(1.0 - pad, axis=1))) if tokens.shape[0] else 1
-        check_generation(tuple(tokens.shape), max_new_tokens, self.max_len, temperature, top_k, top_p,
-                         do_sample, fewest_real)
-        tokens, pad = left_align(tokens.numpy().astype(np.int64), pad.numpy())
-        tokens, pad = tf.constant(tokens), tf.constant(pad, tf.float32)
-        rng = np.random.default_rng(seed)
-        done = np.zeros(tokens.shape[0], dtype=bool)
-        if use_cache:
-            logits, state = self.decode_step(tokens, self.init_cache(tokens.shape[0]), pad)
-        for step in range(max_new_tokens):
-            if not use_cache:
-                logits = self(tokens, padding_mask=pad, training=False)
-            last = tf.cast(logits[:, -1], tf.float32)  # (batch, vocab)
-            if do_sample:
-                last = last / temperature
-                last = last if top_k is None else top_k_filter(last, top_k)
-                last = last if top_p is None else top_p_filter(last, top_p)
-                nxt = sample_next(tf.nn.softmax(last, axis=-1).numpy(), rng)  # (batch,)
-            else:
-                nxt = tf.argmax(last, axis=-1).numpy()
-            if eos_id is not None:
-                nxt = np.where(done, eos_id, nxt)
-                done |= nxt == eos_id
-            nxt = tf.constant(np.asarray(nxt, np.int64)[:, None])  # (batch, 1)
-            tokens = tf.concat([tokens, nxt], axis=1)
-            pad = tf.concat([pad, tf.zeros(tf.shape(nxt), tf.float32)], axis=1)
-            if eos_id is not None and done.all():
-                break
-            if use_cache and step + 1 < max_new_tokens:
-                logits, state = self.decode_step(nxt, state)
-        return tokens
+        return generate_tokens(self, prompt_tokens, max_new_tokens, temperature, top_k, top_p, do_sample,
+                               seed, use_cache, padding_mask, eos_id)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

@@ -10,6 +10,7 @@ import numpy as np
 from keras import layers
 
 from .base import Bias
+from .normalization import RMSNorm
 
 
 def _join(prefix: str, name: str) -> str:
@@ -39,6 +40,8 @@ def weight_slots(layer, prefix: str = "") -> dict:
         return slots
     if isinstance(layer, Bias):
         return {_join(prefix, "bias"): (layer.bias, False)}
+    if isinstance(layer, RMSNorm):
+        return {_join(prefix, "scale"): (layer.scale, False)}
     if isinstance(layer, layers.LayerNormalization):
         return {_join(prefix, "gamma"): (layer.gamma, False), _join(prefix, "beta"): (layer.beta, False)}
     if isinstance(layer, layers.Embedding):

@@ -43,11 +43,13 @@ class Layer(nn.Module):
 Model = Layer  # In PyTorch a model is a module like any layer (Keras has keras.Model).
 
 
-def dense(in_features: int, out_features: int) -> nn.Linear:
-    """``nn.Linear`` with a Glorot-uniform weight and a zero bias (Keras' ``Dense``)."""
-    layer = nn.Linear(in_features, out_features)
+def dense(in_features: int, out_features: int, use_bias: bool = True) -> nn.Linear:
+    """``nn.Linear`` with a Glorot-uniform weight and a zero bias (Keras' ``Dense``); no bias when
+    ``use_bias`` is False (Llama's projections)."""
+    layer = nn.Linear(in_features, out_features, bias=use_bias)
     nn.init.xavier_uniform_(layer.weight)
-    nn.init.zeros_(layer.bias)
+    if use_bias:
+        nn.init.zeros_(layer.bias)
     return layer
 
 

@@ -58,6 +58,66 @@ def top_p_filter(logits, p):
     return logits.masked_fill(remove, float("-inf"))
 
 
+def causal_lm_inputs(model, tokens, padding_mask=None):
+    """The token ids of a causal language model (:class:`GPT`, ``Llama``) as a tensor on its device,
+    checked against its ``vocab_size`` and ``max_len``, and their padding (1.0): ``padding_mask``,
+    else the tokens equal to the model's ``pad_id``, else none.
+
+    Shape:
+        tokens, padding_mask (batch, seq) -> tokens (batch, seq) int, padding (batch, seq) float32.
+    """
+    tokens = token_ids(tokens).to(model.token_embedding.weight.device)
+    check_tokens(tokens, model.vocab_size, model.max_len)
+    pad = padding_mask_2d(tokens, padding_mask, model.pad_id)
+    return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
+
+
+def generate_tokens(model, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                    do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
+    """The loop of :meth:`GPT.generate` (see there for the arguments), for any causal language model
+    with GPT's ``init_cache``/``decode_step`` API and ``token_embedding``, ``vocab_size``, ``max_len``,
+    ``pad_id`` (GPT, ``Llama``).
+
+    Shape:
+        prompt_tokens, padding_mask (batch, prompt) -> (batch, prompt + steps) int64.
+    """
+    tokens, pad = causal_lm_inputs(model, prompt_tokens, padding_mask)
+    fewest_real = (1 - pad).sum(dim=1).min().item() if tokens.shape[0] else 1
+    check_generation(tuple(tokens.shape), max_new_tokens, model.max_len, temperature, top_k, top_p,
+                     do_sample, fewest_real)
+    tokens, pad = (torch.as_tensor(a, device=tokens.device)
+                   for a in left_align(tokens.cpu().numpy(), pad.cpu().numpy()))
+    pad = pad.float()
+    rng = np.random.default_rng(seed)
+    done = np.zeros(tokens.shape[0], dtype=bool)
+    with eval_mode(model):
+        if use_cache:
+            logits, state = model.decode_step(tokens, model.init_cache(tokens.shape[0]), pad)
+        for step in range(max_new_tokens):
+            if not use_cache:
+                logits = model(tokens, padding_mask=pad)
+            last = logits[:, -1].float()  # (batch, vocab)
+            if do_sample:
+                last = last / temperature
+                last = last if top_k is None else top_k_filter(last, top_k)
+                last = last if top_p is None else top_p_filter(last, top_p)
+                probs = torch.softmax(last, dim=-1).cpu().numpy()
+                nxt = sample_next(probs, rng)  # (batch,)
+            else:
+                nxt = last.argmax(dim=-1).cpu().numpy()
+            if eos_id is not None:
+                nxt = np.where(done, eos_id, nxt)
+                done |= nxt == eos_id
+            nxt = torch.as_tensor(nxt, dtype=torch.int64, device=tokens.device)[:, None]  # (batch, 1)
+            tokens = torch.cat([tokens, nxt], dim=1)
+            pad = torch.cat([pad, torch.zeros_like(nxt, dtype=pad.dtype)], dim=1)
+            if eos_id is not None and done.all():
+                break
+            if use_cache and step + 1 < max_new_tokens:
+                logits, state = model.decode_step(nxt, state)
+    return tokens
+
+
 class GPT(Model):
     """A decoder-only Transformer (GPT-2's layout): pre-LN blocks without cross-attention.
 
@@ -128,14 +188,8 @@ class GPT(Model):
         x = self.position_embedding(x, positions=positions)  # (batch, seq, d_model)
         return self.embedding_dropout(x)
 
-    def _as_inputs(self, tokens, padding_mask):
-        tokens = token_ids(tokens).to(self.token_embedding.weight.device)
-        check_tokens(tokens, self.vocab_size, self.max_len)
-        pad = padding_mask_2d(tokens, padding_mask, self.pad_id)
-        return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
-
     def forward(self, tokens, padding_mask=None, return_attention=False):
-        tokens, pad = self._as_inputs(tokens, padding_mask)
+        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
         seq = tokens.shape[1]
         x = self._embed(tokens, pad, torch.zeros(tokens.shape[0], device=tokens.device))
         look_ahead = create_look_ahead_mask(seq).to(x.device)  # (seq, seq)
@@ -168,7 +222,7 @@ class GPT(Model):
         Shape:
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
-        tokens, pad = self._as_inputs(tokens, padding_mask)
+        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
         past, new = state["pad"].shape[1], tokens.shape[1]
         check_tokens(tokens, self.vocab_size, self.max_len, past)
         x = self._embed(tokens, pad, state["count"])  # (batch, new, d_model)
@@ -208,41 +262,8 @@ class GPT(Model):
             An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
             tokens, ``steps <= max_new_tokens``.
         """
-        tokens, pad = self._as_inputs(prompt_tokens, padding_mask)
-        fewest_real = (1 - pad).sum(dim=1).min().item() if tokens.shape[0] else 1
-        check_generation(tuple(tokens.shape), max_new_tokens, self.max_len, temperature, top_k, top_p,
-                         do_sample, fewest_real)
-        tokens, pad = (torch.as_tensor(a, device=tokens.device)
-                       for a in left_align(tokens.cpu().numpy(), pad.cpu().numpy()))
-        pad = pad.float()
-        rng = np.random.default_rng(seed)
-        done = np.zeros(tokens.shape[0], dtype=bool)
-        with eval_mode(self):
-            if use_cache:
-                logits, state = self.decode_step(tokens, self.init_cache(tokens.shape[0]), pad)
-            for step in range(max_new_tokens):
-                if not use_cache:
-                    logits = self(tokens, padding_mask=pad)
-                last = logits[:, -1].float()  # (batch, vocab)
-                if do_sample:
-                    last = last / temperature
-                    last = last if top_k is None else top_k_filter(last, top_k)
-                    last = last if top_p is None else top_p_filter(last, top_p)
-                    probs = torch.softmax(last, dim=-1).cpu().numpy()
-                    nxt = sample_next(probs, rng)  # (batch,)
-                else:
-                    nxt = last.argmax(dim=-1).cpu().numpy()
-                if eos_id is not None:
-                    nxt = np.where(done, eos_id, nxt)
-                    done |= nxt == eos_id
-                nxt = torch.as_tensor(nxt, dtype=torch.int64, device=tokens.device)[:, None]  # (batch, 1)
-                tokens = torch.cat([tokens, nxt], dim=1)
-                pad = torch.cat([pad, torch.zeros_like(nxt, dtype=pad.dtype)], dim=1)
-                if eos_id is not None and done.all():
-                    break
-                if use_cache and step + 1 < max_new_tokens:
-                    logits, state = self.decode_step(nxt, state)
-        return tokens
+        return generate_tokens(self, prompt_tokens, max_new_tokens, temperature, top_k, top_p, do_sample,
+                               seed, use_cache, padding_mask, eos_id)
 
     def get_config(self):
         """The constructor arguments, added to the base class's configuration."""

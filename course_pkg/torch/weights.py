@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .base import Bias
+from .normalization import RMSNorm
 
 
 def _join(prefix: str, name: str) -> str:
@@ -86,6 +87,8 @@ def weight_slots(layer) -> dict:
             slots[_join(path, "embeddings")] = (leaf.weight, False)
         elif isinstance(leaf, Bias):
             slots[_join(path, "bias")] = (leaf.bias, False)
+        elif isinstance(leaf, RMSNorm):
+            slots[_join(path, "scale")] = (leaf.scale, False)
         elif isinstance(leaf, (nn.GRU, nn.GRUCell)):
             slots.update(_gru_slots(path, leaf))
     return slots

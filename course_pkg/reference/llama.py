@@ -1,0 +1,53 @@
+"""Llama: a block (RMSNorm, grouped-query attention with rotary positions, the SwiGLU feed-forward) and
+the decoder-only model under the causal mask, in float64.
+
+Mirrors ``course_pkg.torch.llama`` and ``course_pkg.tensorflow.llama``; the components are
+:func:`rms_norm`, :func:`multi_head_attention` (``num_kv_heads``, ``rope_theta``) and
+:func:`feed_forward` (``gated``).
+"""
+
+import numpy as np
+
+from .attention import multi_head_attention
+from .base import sub
+from .feed_forward import feed_forward
+from .masks import create_look_ahead_mask
+from .normalization import rms_norm
+
+
+def llama_block(params, x, num_heads, mask=None, positions=None, num_kv_heads=None, rope_theta=10000.0,
+                eps=1e-6):
+    """``x + attention(attention_norm(x))``, then ``x + feed_forward(ffn_norm(x))`` (SwiGLU), the
+    attention grouped-query (``num_kv_heads``) with queries and keys rotated to ``positions``.
+
+    Shape: x (batch, seq, d_model), mask (batch, 1, seq, seq), positions (batch, seq) ->
+    (batch, seq, d_model), attention weights (batch, heads, seq, seq).
+    """
+    h = rms_norm(sub(params, "attention_norm"), x, eps)
+    attn, weights = multi_head_attention(sub(params, "attention"), h, h, h, num_heads, mask, num_kv_heads,
+                                         rope_theta, positions)
+    x = x + attn
+    h = rms_norm(sub(params, "ffn_norm"), x, eps)
+    return x + feed_forward(sub(params, "feed_forward"), h, "silu", gated=True), weights
+
+
+def llama(params, tokens, num_heads, padding_mask=None, num_kv_heads=None, rope_theta=10000.0, eps=1e-6):
+    """Llama: token embeddings, :func:`llama_block` layers under the causal mask, a final RMSNorm, the LM head
+    (``lm_head``, or the token embedding's transpose when ``params`` has no ``lm_head``).
+
+    ``padding_mask`` is (batch, seq), 1.0 at padding: padding keys are blocked and positions count real
+    tokens only (a row's first real token is at position 0).
+
+    Shape: tokens (batch, seq) -> logits (batch, seq, vocab).
+    """
+    tokens = np.asarray(tokens)
+    pad = np.zeros(tokens.shape) if padding_mask is None else np.asarray(padding_mask, np.float64)
+    positions = np.maximum(np.cumsum(1 - pad, axis=1) - 1, 0).astype(int)  # (batch, seq)
+    table = params["token_embedding.embeddings"].astype(np.float64)
+    x = table[tokens]  # (batch, seq, d_model)
+    mask = np.maximum(create_look_ahead_mask(tokens.shape[1]), pad[:, None, None, :])
+    for i in range(len({k.split(".")[1] for k in params if k.startswith("blocks.")})):
+        x, _ = llama_block(sub(params, f"blocks.{i}"), x, num_heads, mask, positions, num_kv_heads,
+                           rope_theta, eps)
+    x = rms_norm(sub(params, "final_norm"), x, eps)
+    return x @ params["lm_head.kernel"] if "lm_head.kernel" in params else x @ table.T

@@ -1,0 +1,48 @@
+"""RMSNorm (Zhang & Sennrich, 2019), the normalisation of Llama: LayerNorm without the mean and the shift.
+
+Shapes: ``...`` any leading axes (``batch, seq`` in the models), ``d_model`` features.
+"""
+
+import torch
+from torch import nn
+
+from ..common.checks import LAYER_NORM_EPSILON, check_epsilon, check_positive
+from ..common.rotary_checks import check_last_axis
+from .base import Layer
+
+
+class RMSNorm(Layer):
+    """y = x / √(mean(x², last axis) + ε) · scale: each position scaled to unit root mean square.
+
+    Unlike LayerNorm it neither subtracts the mean nor adds a bias. As Hugging Face's
+    ``LlamaRMSNorm``, the normalisation runs in float32 and is cast back to the input's dtype
+    before the (learned) ``scale`` multiplies it.
+
+    Args:
+        d_model: the width of the last axis; ``scale`` has ``d_model`` entries, initialised to 1.
+        epsilon: added to the mean square, > 0 (Llama: 1e-5 or 1e-6).
+
+    Raises:
+        ValueError: on call, an input whose last axis is not ``d_model``.
+
+    Shape:
+        (..., d_model) -> (..., d_model).
+    """
+
+    def __init__(self, d_model, epsilon=LAYER_NORM_EPSILON):
+        check_positive(d_model=d_model)
+        epsilon = check_epsilon(epsilon, "epsilon")
+        super().__init__()
+        self.d_model, self.epsilon = d_model, epsilon
+        self.scale = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        check_last_axis(x.shape, self.d_model, "x")
+        x32 = x.float()  # (..., d_model)
+        mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        normed = (x32 * torch.rsqrt(mean_square + self.epsilon)).to(x.dtype)  # (..., d_model)
+        return normed * self.scale  # (..., d_model)
+
+    def get_config(self):
+        """The constructor arguments, added to the base class's configuration."""
+        return {**super().get_config(), "d_model": self.d_model, "epsilon": self.epsilon}
