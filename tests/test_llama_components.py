@@ -226,7 +226,9 @@ def test_attention_with_rope_equals_the_reference(fw, options, record_error):
         expected = ref.multi_head_attention(f64(params), X, X, X, HEADS, CAUSAL, options.get("num_kv_heads"),
                                             options["rope_theta"], positions)
         e = record_error(f"MHA {options} {positions is None} {fw.name} vs ref", max_abs_diff(out, expected))
-        assert e <= PARITY_ATOL
+        # float32 rounding of the rotation angles and of outputs of a few units: a bound relative
+        # to the largest output (TensorFlow 2.19 with Keras 3.10 reaches 1.2e-5)
+        assert e <= PARITY_ATOL * max(1.0, np.abs(expected[0]).max())  # expected: (output, weights)
     shifted = fw.call(layer, X, X, X, mask=CAUSAL, positions=POSITIONS + 7)
     unshifted = fw.call(layer, X, X, X, mask=CAUSAL, positions=POSITIONS)
     assert max_abs_diff(shifted, unshifted) <= 1e-5  # only offsets matter
