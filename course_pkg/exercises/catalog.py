@@ -361,6 +361,25 @@ EXERCISES = [
         lambda tokens, select_draws, action_draws, random_tokens, mask_id, rate: ref.mlm_inputs(
             tokens, select_draws, action_draws, random_tokens, mask_id, rate),
         exact=True),
+    Exercise(
+        "8.4", "08_families", "Rotary position embedding by hand", 3, "rope_rotate",
+        lambda rng: {"x": _floats(rng.uniform(-1, 1, int(rng.choice([4, 6, 8]))), 2),
+                     "position": repr(int(rng.integers(1, 40))),
+                     "theta": repr(float(rng.choice([100.0, 10000.0, 500000.0])))},
+        lambda x, position, theta: ref.rope_rotate(x, position, theta), rtol=1e-5, atol=1e-5),
+    Exercise(
+        "8.5", "08_families", "Counting a KV cache's bytes", 2, "kv_cache_bytes",
+        lambda rng: {"cases": repr([
+            (int(rng.choice([12, 16, 24, 32])), int(kv), int(rng.choice([64, 128])),
+             int(rng.choice([1024, 2048, 4096, 8192])), int(rng.choice([1, 2, 4])))
+            for kv in rng.choice([1, 2, 4, 8, 32], 3, replace=False)])},
+        lambda cases: [ref.kv_cache_bytes(*case) for case in cases], call=_per_case, exact=True),
+    Exercise(
+        "8.6", "08_families", "Grouped-query attention: sharing keys and values", 2, "repeat_kv",
+        lambda rng: (lambda kv_heads: {
+            "x": _ints(rng.integers(-9, 10, (1, kv_heads, 2, 2))),
+            "num_repeats": repr(int(rng.choice([2, 3])))})(int(rng.choice([2, 3]))),
+        lambda x, num_repeats: ref.repeat_kv(np.asarray(x), num_repeats), exact=True),
     # ------------------------------------------------------------------ 9. vision (the ViT)
     Exercise(
         "9.1", "09_vision", "Cutting an image into patches", 2, "patchify",

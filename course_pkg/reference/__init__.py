@@ -28,11 +28,19 @@ queries and keys, ``in``/``out`` a dense kernel's input and output widths,
 
 The training formulas (masked loss, label smoothing, the Noam schedule),
 greedy decoding's step, the parameter counts (each next to its concept), and chapter 8's
-prefix-LM mask, top-k probabilities and masked-LM corruption are also the reference answers
-of the course's exercises (``course_pkg.exercises``).
+prefix-LM mask, top-k probabilities, masked-LM corruption, RoPE on one vector, KV-cache bytes and
+the grouped-query repeat are also the reference answers of the course's exercises
+(``course_pkg.exercises``).
 """
 
-from .attention import combine_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads
+from .attention import (
+    combine_heads,
+    multi_head_attention,
+    repeat_kv,
+    scaled_dot_product_attention,
+    softmax,
+    split_heads,
+)
 from .base import LAYER_NORM_EPSILON, dense, layer_norm, sub
 from .bert import bert, mlm_inputs
 from .decoder import decoder, decoder_layer, decoder_layer_parameters
@@ -40,13 +48,13 @@ from .decoding import greedy_step
 from .encoder import encoder, encoder_layer, encoder_layer_parameters
 from .feed_forward import ACTIVATIONS, feed_forward, gelu, gelu_tanh, silu
 from .gpt import gpt, top_k_filter, top_k_probabilities, top_p_filter, top_p_probabilities
-from .llama import llama, llama_block
+from .llama import kv_cache_bytes, llama, llama_block
 from .losses import log_softmax, masked_loss, smoothed_targets, teacher_forcing
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask, prefix_lm_mask
 from .normalization import rms_norm
 from .positional import learned_positional_encoding, positional_embedding, positional_encoding
 from .rnn_attention import bahdanau_attention, luong_attention, masked_softmax
-from .rotary import apply_rotary, rotary_cos_sin, rotate_half
+from .rotary import apply_rotary, rope_rotate, rotary_cos_sin, rotate_half
 from .schedule import noam_learning_rate
 from .seq2seq import (
     attention_decoder,
@@ -91,8 +99,8 @@ __all__ = [
     # Llama's components: RMSNorm, rotary position embeddings, SiLU (grouped-query attention and the
     # gated feed-forward are options of multi_head_attention and feed_forward)
     "rms_norm", "rotary_cos_sin", "rotate_half", "apply_rotary", "silu",
-    # Llama: a block and the decoder-only model
-    "llama_block", "llama",
+    # Llama: a block and the decoder-only model; the exercises' RoPE by hand, KV-cache bytes, repeat_kv
+    "llama_block", "llama", "rope_rotate", "kv_cache_bytes", "repeat_kv",
     # vision (chapter 9)
     "patchify", "patch_embedding", "conv_stem", "vit_features", "vit", "attention_rollout",
     "vit_embedding_parameters",

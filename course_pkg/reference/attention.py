@@ -68,3 +68,12 @@ def multi_head_attention(params, query, key, value, num_heads, mask=None, num_kv
     v = np.repeat(v, num_heads // num_kv_heads, axis=1)
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     return dense(params, combine_heads(out), "wo"), weights
+
+
+def repeat_kv(x, num_repeats):
+    """Each key/value head repeated ``num_repeats`` times along the heads axis (grouped-query attention):
+    query heads ``0 .. num_repeats - 1`` read key/value head 0, the next ``num_repeats`` head 1, and so on.
+
+    Shape: (batch, kv_heads, T, depth) -> (batch, kv_heads * num_repeats, T, depth).
+    """
+    return np.repeat(np.asarray(x), num_repeats, axis=1)

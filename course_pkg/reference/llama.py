@@ -51,3 +51,9 @@ def llama(params, tokens, num_heads, padding_mask=None, num_kv_heads=None, rope_
                            rope_theta, eps)
     x = rms_norm(sub(params, "final_norm"), x, eps)
     return x @ params["lm_head.kernel"] if "lm_head.kernel" in params else x @ table.T
+
+
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, tokens, bytes_per_value, batch=1):
+    """The bytes of a decoder's key/value cache: a key and a value of ``num_kv_heads × head_dim`` numbers
+    per token, per layer and per sequence of the batch, ``bytes_per_value`` bytes each (2 in bfloat16)."""
+    return 2 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_value * batch

@@ -30,3 +30,14 @@ def apply_rotary(x, cos, sin):
     """
     x = np.asarray(x, np.float64)
     return x * cos[:, np.newaxis] + rotate_half(x) * sin[:, np.newaxis]
+
+
+def rope_rotate(x, position, theta=10000.0):
+    """One vector ``x`` (head_dim,) at integer ``position``, rotated as RoPE rotates a query or a key: each
+    pair of features ``(i, i + head_dim / 2)`` turned by the angle ``position × θ^(-2i / head_dim)``.
+
+    Shape: x (head_dim,) -> (head_dim,).
+    """
+    x = np.asarray(x, np.float64)
+    cos, sin = rotary_cos_sin(np.array([[position]]), x.shape[-1], theta)  # (1, 1, head_dim) each
+    return apply_rotary(x[np.newaxis, np.newaxis, np.newaxis], cos, sin)[0, 0, 0]

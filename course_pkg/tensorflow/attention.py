@@ -227,7 +227,7 @@ class MultiHeadAttention(Layer):
             Fewer is grouped-query attention (1: multi-query): ``wk`` and ``wv`` project to
             ``num_kv_heads * depth`` features, :meth:`project_kv` returns (and a decoding cache
             keeps) only those heads, and :meth:`attend` repeats each ``num_heads // num_kv_heads``
-            times (:func:`repeat_kv`) before attending.
+            times (``repeat_kv``) before attending.
         use_bias: ``False``: no biases in ``wq, wk, wv, wo`` (Llama).
         rope_theta: ``None``, or the base of rotary position embeddings
             (:class:`~course_pkg.tensorflow.rotary.RotaryEmbedding`, ``depth`` even) applied to the

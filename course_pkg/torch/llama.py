@@ -229,7 +229,7 @@ class Llama(Model):
     def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
                  do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
         """Continue each prompt by ``max_new_tokens`` tokens, greedily or by sampling: the arguments
-        and the loop of :meth:`GPT.generate` (:func:`generate_tokens`).
+        and the loop of :meth:`GPT.generate` (``generate_tokens``).
 
         Returns:
             An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
