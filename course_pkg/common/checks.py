@@ -286,12 +286,12 @@ def check_token_range(lowest: int, highest: int, vocab_size: int) -> None:
 
 
 def check_length(length: Optional[int], max_len: int) -> None:
-    """Raise ``ValueError`` for sequences longer than the positional table."""
+    """Raise ``ValueError`` for sequences longer than the model's ``max_len`` positions."""
     if length is not None and length > max_len:
         raise ValueError(
-            f"sequence length {length} exceeds max_len={max_len}: the positional "
-            "encoding table has max_len rows; build the model with a larger max_len "
-            "or truncate the input"
+            f"sequence length {length} exceeds max_len={max_len}: the model has max_len positions "
+            "(the rows of its positional table; for a rotary model such as Llama, the length it was "
+            "built for); build the model with a larger max_len or truncate the input"
         )
 
 
