@@ -72,6 +72,27 @@ def causal_lm_inputs(model, tokens, padding_mask=None):
     return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
 
 
+def real_token_positions(pad, count):
+    """Each token's position: ``count`` plus the real tokens of its row before it (a padding token
+    gets the position of the real token before it, or 0), so that left padding shifts no row.
+
+    Shape:
+        pad (batch, seq) 1.0 at padding, count (batch,) -> positions (batch, seq) int.
+    """
+    return (count[:, None] + torch.cumsum(1 - pad, dim=1) - 1).clamp(min=0).long()  # (batch, seq)
+
+
+def causal_padding_mask(pad, past=0):
+    """The causal (look-ahead) mask of the positions after the first ``past``, with padding keys
+    blocked (1.0 = blocked): ``past=0`` for a whole sequence, the cached length for a decoding step.
+
+    Shape:
+        pad (batch, seq) 1.0 at padding, for all seq positions -> (batch, 1, seq - past, seq).
+    """
+    look_ahead = create_look_ahead_mask(pad.shape[1])[past:].to(pad.device)  # (seq - past, seq)
+    return torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq - past, seq)
+
+
 def generate_tokens(model, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
                     do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
     """The loop of :meth:`GPT.generate` (see there for the arguments), for any causal language model
@@ -182,18 +203,15 @@ class GPT(Model):
 
     def _embed(self, tokens, pad, count):
         """Token + position embeddings; positions count the real tokens of each row from ``count``."""
-        real = 1 - pad  # (batch, seq)
-        positions = (count[:, None] + torch.cumsum(real, dim=1) - 1).clamp(min=0).long()  # (batch, seq)
+        positions = real_token_positions(pad, count)  # (batch, seq)
         x = self.token_embedding(tokens)  # (batch, seq, d_model)
         x = self.position_embedding(x, positions=positions)  # (batch, seq, d_model)
         return self.embedding_dropout(x)
 
     def forward(self, tokens, padding_mask=None, return_attention=False):
         tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        seq = tokens.shape[1]
         x = self._embed(tokens, pad, torch.zeros(tokens.shape[0], device=tokens.device))
-        look_ahead = create_look_ahead_mask(seq).to(x.device)  # (seq, seq)
-        mask = torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq, seq)
+        mask = causal_padding_mask(pad)  # (batch, 1, seq, seq)
         maps = []
         for block in self.blocks:
             if not return_attention:  # no weights formed: the fused kernel
@@ -223,12 +241,11 @@ class GPT(Model):
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
         tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        past, new = state["pad"].shape[1], tokens.shape[1]
+        past = state["pad"].shape[1]
         check_tokens(tokens, self.vocab_size, self.max_len, past)
         x = self._embed(tokens, pad, state["count"])  # (batch, new, d_model)
         all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
-        look_ahead = create_look_ahead_mask(past + new)[past:].to(x.device)  # (new, past + new)
-        mask = torch.maximum(look_ahead, all_pad[:, None, None, :])  # (batch, 1, new, past + new)
+        mask = causal_padding_mask(all_pad, past)  # (batch, 1, new, past + new)
         caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)

@@ -15,8 +15,7 @@ from ..common.rotary_checks import check_num_kv_heads, check_theta
 from .attention import MultiHeadAttention
 from .base import Layer, Model, dense, dropout_layer, embedding
 from .feed_forward import FeedForward
-from .gpt import causal_lm_inputs, generate_tokens
-from .masks import create_look_ahead_mask
+from .gpt import causal_lm_inputs, causal_padding_mask, generate_tokens, real_token_positions
 from .normalization import RMSNorm
 from .tokens import check_tokens
 
@@ -170,18 +169,12 @@ class Llama(Model):
             return x @ self.token_embedding.weight.T  # (batch, seq, vocab)
         return self.lm_head(x)  # (batch, seq, vocab)
 
-    def _positions(self, pad, count):
-        """Each token's position: ``count`` plus the real tokens of its row before it (a padding token
-        gets the position of the real token before it, or 0)."""
-        return (count[:, None] + torch.cumsum(1 - pad, dim=1) - 1).clamp(min=0).long()  # (batch, seq)
-
     def forward(self, tokens, padding_mask=None, return_attention=False):
         tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        seq = tokens.shape[1]
-        positions = self._positions(pad, torch.zeros(tokens.shape[0], device=tokens.device))  # (batch, seq)
+        start = torch.zeros(tokens.shape[0], device=tokens.device)  # (batch,): no token before
+        positions = real_token_positions(pad, start)  # (batch, seq)
         x = self.token_embedding(tokens)  # (batch, seq, d_model)
-        look_ahead = create_look_ahead_mask(seq).to(x.device)  # (seq, seq)
-        mask = torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq, seq)
+        mask = causal_padding_mask(pad)  # (batch, 1, seq, seq)
         maps = []
         for block in self.blocks:
             if not return_attention:  # no weights formed: the fused kernel
@@ -212,13 +205,12 @@ class Llama(Model):
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
         tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        past, new = state["pad"].shape[1], tokens.shape[1]
+        past = state["pad"].shape[1]
         check_tokens(tokens, self.vocab_size, self.max_len, past)
-        positions = self._positions(pad, state["count"])  # (batch, new)
+        positions = real_token_positions(pad, state["count"])  # (batch, new)
         x = self.token_embedding(tokens)  # (batch, new, d_model)
         all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
-        look_ahead = create_look_ahead_mask(past + new)[past:].to(x.device)  # (new, past + new)
-        mask = torch.maximum(look_ahead, all_pad[:, None, None, :])  # (batch, 1, new, past + new)
+        mask = causal_padding_mask(all_pad, past)  # (batch, 1, new, past + new)
         caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask, positions)
