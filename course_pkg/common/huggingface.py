@@ -305,28 +305,28 @@ def load_into(model, weights: dict, interop) -> None:
     interop.set_weights(model, {**current, **weights})
 
 
-def bert_from_huggingface(bert_class, source, config=None):
-    """A course ``bert_class`` with the configuration and weights of a Hugging Face BERT."""
+def build_from_huggingface(model_class, source, config, read_config, read_weights):
+    """A course ``model_class`` from a Hugging Face model or state dict (+ config): ``read_config``
+    gives the constructor's arguments, ``read_weights(state_dict, kwargs)`` the course's weights,
+    all checked before a model is built."""
     from .. import interop
 
     state_dict, config = split_source(source, config)
-    kwargs = bert_config(config)
-    weights = bert_weights(state_dict, kwargs)  # all checked before a model is built
-    model = bert_class(**kwargs)
+    kwargs = read_config(config)
+    weights = read_weights(state_dict, kwargs)  # all checked before a model is built
+    model = model_class(**kwargs)
     load_into(model, weights, interop)
     return model
+
+
+def bert_from_huggingface(bert_class, source, config=None):
+    """A course ``bert_class`` with the configuration and weights of a Hugging Face BERT."""
+    return build_from_huggingface(bert_class, source, config, bert_config, bert_weights)
 
 
 def gpt_from_huggingface(gpt_class, source, config=None):
     """A course ``gpt_class`` with the configuration and weights of a Hugging Face GPT-2."""
-    from .. import interop
-
-    state_dict, config = split_source(source, config)
-    kwargs = gpt_config(config)
-    weights = gpt_weights(state_dict, kwargs)  # all checked before a model is built
-    model = gpt_class(**kwargs)
-    load_into(model, weights, interop)
-    return model
+    return build_from_huggingface(gpt_class, source, config, gpt_config, gpt_weights)
 
 
 # ----------------------------------------------------------------------------- ViT

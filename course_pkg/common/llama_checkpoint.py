@@ -3,7 +3,7 @@
 The public loaders are ``course_pkg.torch.llama_from_huggingface`` and its TensorFlow twin;
 they build the course ``Llama`` from the Hugging Face configuration and load the weights this
 module maps, as :mod:`course_pkg.common.huggingface` does for BERT, GPT-2 and the ViT (whose
-``Reader``, ``split_source``, ``check_config`` and ``load_into`` it reuses). Nothing here imports
+``Reader``, ``check_config`` and ``build_from_huggingface`` it reuses). Nothing here imports
 ``transformers`` (nor a framework).
 
 What maps to what (``LlamaModel``, ``LlamaForCausalLM``; keys may carry a ``model.`` prefix;
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .huggingface import Reader, check_config, load_into, split_source
+from .huggingface import Reader, build_from_huggingface, check_config
 
 # The canonical name of an RMSNorm's weight (``<path>.scale``, as course_pkg.interop reads it).
 NORM_WEIGHT = "scale"
@@ -144,11 +144,4 @@ def llama_weights(state_dict, size) -> dict:
 
 def llama_from_huggingface(llama_class, source, config=None):
     """A course ``llama_class`` with the configuration and weights of a Hugging Face Llama."""
-    from .. import interop
-
-    state_dict, config = split_source(source, config)
-    kwargs = llama_config(config)
-    weights = llama_weights(state_dict, kwargs)  # all checked before a model is built
-    model = llama_class(**kwargs)
-    load_into(model, weights, interop)
-    return model
+    return build_from_huggingface(llama_class, source, config, llama_config, llama_weights)
