@@ -152,6 +152,43 @@ def installed() -> list:
             if importlib.util.find_spec(module) is not None]
 
 
+# What Hugging Face transformers 4.x is told for each choice (None: unset, transformers' "AUTO"):
+# every choice sets both variables, so that choosing again in the same runtime leaves no value
+# of the previous choice behind (USE_TF=0 from "pytorch" and USE_TORCH=0 from "tensorflow"
+# together would hide both frameworks from it).
+TRANSFORMERS_ENV = {
+    "pytorch": {"USE_TF": "0", "USE_TORCH": "1"},
+    "tensorflow": {"USE_TF": "1", "USE_TORCH": "0"},
+    "both": {"USE_TF": None, "USE_TORCH": None},
+}
+
+
+def restart_notice(choice: str) -> str:
+    """The line to print when ``transformers`` is already imported with other settings than
+    ``choice``'s, else ``""``.
+
+    transformers 4.x reads ``USE_TF`` and ``USE_TORCH`` once, at its import (it records them
+    in ``transformers.utils.import_utils``), and decides then which frameworks it uses; a
+    later change of the variables does not reach it. transformers 5 reads neither (it is
+    PyTorch only): nothing to say. Imports nothing.
+    """
+    import sys
+
+    if "transformers" not in sys.modules:
+        return ""
+    recorded = sys.modules.get("transformers.utils.import_utils")
+    names = ("USE_TF", "USE_TORCH")
+    if recorded is None or not all(isinstance(getattr(recorded, n, None), str) for n in names):
+        return ""
+    wanted = {n: (TRANSFORMERS_ENV[choice][n] or "AUTO").upper() for n in names}
+    found = {n: getattr(recorded, n).upper() for n in names}
+    if found == wanted:
+        return ""
+    return (f"restart the runtime, then run this cell first: transformers was imported with "
+            f"{' '.join(f'{n}={v}' for n, v in found.items())} and reads them only then, but "
+            f"FRAMEWORK = {choice!r} needs {' '.join(f'{n}={v}' for n, v in wanted.items())}")
+
+
 def use_frameworks(choice: str | None = "", shell=None) -> str:
     """Run this notebook with ``choice`` (see :func:`resolve`); return the resolved choice.
 
@@ -159,11 +196,14 @@ def use_frameworks(choice: str | None = "", shell=None) -> str:
     frameworks are installed (as on Colab), else the one that is (said in one printed
     line). In IPython (``shell``, default the running one) it registers an input
     transformer that turns every cell marked for a framework not chosen into a no-op
-    (calling it again replaces it). It sets ``$COURSE_FRAMEWORK`` to the choice; with one
-    framework it tells Hugging Face ``transformers`` not to import the other
-    (``USE_TF=0`` / ``USE_TORCH=0``: transformers 4.x imports TensorFlow otherwise, when it
-    is installed). It imports TensorFlow, quietly and sharing the GPU, only when TensorFlow
-    is chosen.
+    (calling it again replaces it). It sets ``$COURSE_FRAMEWORK`` to the choice, and tells
+    Hugging Face ``transformers`` which frameworks to use (:data:`TRANSFORMERS_ENV`:
+    ``"pytorch"`` sets ``USE_TF=0 USE_TORCH=1``, ``"tensorflow"`` ``USE_TF=1 USE_TORCH=0``,
+    ``"both"`` unsets both; transformers 4.x imports TensorFlow otherwise, when it is
+    installed), so that a runtime can switch from one choice to another. transformers 4.x
+    reads the two variables once, when it is imported: if it was imported with other
+    values, one printed line says that the runtime must be restarted (:func:`restart_notice`).
+    It imports TensorFlow, quietly and sharing the GPU, only when TensorFlow is chosen.
     """
     explicit = bool((choice or "").strip() if isinstance(choice, str) else choice) or bool(
         os.environ.get(ENV, "").strip())
@@ -185,10 +225,14 @@ def use_frameworks(choice: str | None = "", shell=None) -> str:
                 f"{_NAMES[missing[0]]} is not installed, and this notebook runs both frameworks: "
                 f"choose one in the set-up cell (FRAMEWORK = {other!r}) or set {ENV}={other}")
     os.environ[ENV] = choice
-    if choice == "pytorch":
-        os.environ["USE_TF"] = "0"
-    elif choice == "tensorflow":
-        os.environ["USE_TORCH"] = "0"
+    for name, value in TRANSFORMERS_ENV[choice].items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    notice = restart_notice(choice)
+    if notice:
+        print(notice)
     if shell is None:
         try:
             from IPython import get_ipython
