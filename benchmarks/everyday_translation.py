@@ -23,6 +23,20 @@ the CPU seconds (``time.process_time``, all threads) and wall seconds of trainin
     python benchmarks/everyday_translation.py --framework tensorflow
     python benchmarks/everyday_translation.py --tokens separate --vocab-size 2000
     python benchmarks/everyday_translation.py --no-word-baseline --beam 4
+    python benchmarks/everyday_translation.py --train-pairs 1000      # the first 1 000 pairs only
+    python benchmarks/everyday_translation.py --data-sizes 500 1000 2000 2973 --seeds 0 1 --save
+
+``--train-pairs N`` trains on the first N pairs of the shipped training split only (its order is
+the file's, not sorted by topic, so the subsets are nested: 500 within 1 000 within 2 000 within
+all 2 973); every vocabulary, the BPE included, is built from those pairs; valid and test stay
+whole. ``--data-sizes N ...`` is the data-size sweep: for each N and each of ``--seeds``, the BPE
+recipe and the word-level model on the first N pairs, with the recipe's number of steps (800) at
+every size (the same compute: a smaller set is seen for more epochs), greedy decoding of the 372
+test pairs, and the share of test words unknown to that size's word vocabulary. ``--save [PATH]``
+writes it as JSON (default ``book/figures/data/everyday_data_size.json``, from which
+``book/figures/make_figures.py`` draws chapter 7's figure) after each run, keeping the runs the
+file already holds for the same recipe, so two sweeps side by side (say ``--seeds 0`` and
+``--seeds 1``) fill one record; ``--note`` adds a line on the machine and its load.
 
 Float rounding differs between CPUs; to see how much the numbers move, rerun PyTorch under
 ``ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE`` and TensorFlow under ``TF_ENABLE_ONEDNN_OPTS=1``.
@@ -31,9 +45,16 @@ The exit status is 1 unless the recipe beats both baselines by ``--margin-bleu``
 """
 
 import argparse
+import dataclasses
+import datetime
+import fcntl
+import json
 import math
 import os
+import platform
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
@@ -46,6 +67,9 @@ RECIPE = dict(tokens="joint", vocab_size=2000, num_layers=2, d_model=128, num_he
               dropout=0.1, label_smoothing=0.1, peak_learning_rate=0.002, warmup=200, batch=64,
               steps=800)
 FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow"}
+DATA_SIZE_JSON = Path(__file__).resolve().parents[1] / "book" / "figures" / "data" / "everyday_data_size.json"
+SUBSETS = ("the first N pairs of the shipped training split, in the file's order (a fixed prefix: "
+           "500 within 1000 within 2000 within all 2973; the file is not sorted by topic)")
 
 
 def framework(name, seed, torch_threads):
@@ -94,6 +118,15 @@ def unknown_rate(vocab, texts):
 def longest(pairs, src_vocab, tgt_vocab):
     """The model's max_len: the longest source + <eos> or target + <bos>/<eos> of all splits."""
     return max(max(len(src_vocab.encode(s)), len(tgt_vocab.encode(t))) for s, t in pairs) + 1
+
+
+def first_pairs(corpus, n):
+    """``corpus`` with only its first ``n`` training pairs (all of them for ``None``)."""
+    if n is None or n >= len(corpus.train):
+        return corpus
+    if n < 1:
+        raise ValueError(f"--train-pairs / --data-sizes must be at least 1, got {n}")
+    return dataclasses.replace(corpus, train=corpus.train[:n])
 
 
 def run(name, recipe, corpus, kind, seed, torch_threads, log_every, beam, samples=0):
@@ -183,6 +216,101 @@ def report(label, r, beam):
           "  (the gap to the test split: overfitting)")
 
 
+# ------------------------------------------------------------------- data-size sweep
+def word_unknown_shares(corpus):
+    """The word vocabularies of ``corpus.train``: sizes and the test words they map to <unk>."""
+    src_vocab, tgt_vocab = vocabularies("word", corpus.train, None)
+    (src_rate, src_n), (tgt_rate, tgt_n) = (
+        unknown_rate(src_vocab, [s for s, _ in corpus.test]),
+        unknown_rate(tgt_vocab, [t for _, t in corpus.test]))
+    return {"train_pairs": len(corpus.train), "word_vocab": [len(src_vocab), len(tgt_vocab)],
+            "unknown_source_share": round(src_rate, 4), "unknown_source_tokens": src_n,
+            "unknown_reference_share": round(tgt_rate, 4), "unknown_reference_tokens": tgt_n}
+
+
+def run_record(r, n, seed):
+    """The JSON record of one run of :func:`run`."""
+    return {"train_pairs": n, "model": "word" if r["kind"] == "word" else "bpe", "tokens": r["kind"],
+            "seed": seed, "bleu": round(r["test1"][0], 2), "chrf": round(r["test1"][1], 2),
+            "train_bleu": round(r["train1"][0], 2), "train_chrf": round(r["train1"][1], 2),
+            "vocab": list(r["vocab"]), "params": r["params"],
+            "train_cpu_s": round(r["cpu_s"], 1), "train_wall_s": round(r["wall_s"], 1),
+            "decode_cpu_s": round(r["decode_cpu_s"], 1),
+            "curve": [{"step": step, "train_loss": round(loss, 4), "valid_loss": round(val, 4)}
+                      for step, loss, val, _ in r["curve"]],
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
+
+
+def machine(args):
+    """Where and how one sweep process ran (the date is a plain field of the file)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in
+                   Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import torch
+    return {"command": "python benchmarks/everyday_translation.py " + " ".join(sys.argv[1:]),
+            "cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": args.torch_threads,
+            "torch": torch.__version__, "python": platform.python_version(), "note": args.note}
+
+
+def save_runs(path, header, runs):
+    """Merge ``runs`` (and ``header``'s sizes and plan) into the JSON at ``path``, under a lock.
+
+    Runs already in the file for another (size, seed, model) are kept when the file was written
+    with the same recipe, so that two sweeps (say one per seed) can fill one record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        if old.get("recipe") != header["recipe"] or old.get("framework") != header["framework"]:
+            old = {}
+        key = lambda r: (r["train_pairs"], r["seed"], r["model"])  # noqa: E731
+        merged = {key(r): r for r in old.get("runs", []) + runs}
+        sizes = {s["train_pairs"]: s for s in old.get("sizes", []) + header["sizes"]}
+        planned = {tuple(k) for k in old.get("planned", [])} | {tuple(k) for k in header["planned"]}
+        record = dict(header, sizes=[sizes[n] for n in sorted(sizes)],
+                      planned=sorted(planned),
+                      missing=[list(k) for k in sorted(planned - set(merged))],
+                      runs=[merged[k] for k in sorted(merged)],
+                      machines=old.get("machines", []) + [m for m in header["machines"]
+                                                          if m not in old.get("machines", [])])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    path.with_suffix(".lock").unlink(missing_ok=True)
+
+
+def sweep(args, recipe, corpus, copy):
+    """BLEU / chrF of the BPE recipe and the word-level model at each ``--data-sizes`` and seed."""
+    sizes = [min(n, len(corpus.train)) for n in args.data_sizes]
+    header = {"date": datetime.date.today().isoformat(),
+              "framework": FRAMEWORK_NAMES[args.framework], "recipe": recipe,
+              "subsets": SUBSETS, "steps": f"{recipe['steps']} at every size (the recipe's)",
+              "decoding": "greedy", "test_pairs": len(corpus.test),
+              "unknown": "share of the test split's word tokens (data.Tokenizer, punctuation "
+                         "included) that the word vocabulary of the first N training pairs lacks",
+              "copy": {"bleu": round(copy[0], 2), "chrf": round(copy[1], 2)},
+              "machines": [machine(args)],
+              "sizes": [word_unknown_shares(first_pairs(corpus, n)) for n in sizes],
+              "planned": [[n, seed, model] for n in sizes for seed in args.seeds
+                          for model in args.models]}
+    for n in sizes:
+        subset = first_pairs(corpus, n)
+        for seed in args.seeds:
+            for kind in [args.tokens if model == "bpe" else "word" for model in args.models]:
+                print(f"\n=== {n} training pairs, seed {seed}, {kind}; load average "
+                      f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+                r = run(args.framework, recipe, subset, kind, seed, args.torch_threads,
+                        args.log_every, 1)
+                report(f"{kind}, {n} pairs, seed {seed}", r, 1)
+                if args.save:
+                    save_runs(args.save, header, [run_record(r, n, seed)])
+    if args.save:
+        print(f"\nwritten: {args.save}")
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--framework", default="torch", choices=["torch", "tensorflow"])
@@ -207,6 +335,18 @@ def parse_args():
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--no-word-baseline", action="store_true",
                         help="skip the word-level run (it trains a second model)")
+    parser.add_argument("--train-pairs", type=int, default=None,
+                        help="train on the first N training pairs only (vocabularies, BPE included)")
+    parser.add_argument("--data-sizes", type=int, nargs="+", metavar="N",
+                        help="sweep: BPE recipe and word-level model on the first N training pairs, "
+                             "for each N and --seeds (greedy only)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the sweep's seeds")
+    parser.add_argument("--models", nargs="+", default=["bpe", "word"], choices=["bpe", "word"],
+                        help="the sweep's models (both by default)")
+    parser.add_argument("--save", type=Path, nargs="?", const=DATA_SIZE_JSON, metavar="PATH",
+                        help="write the sweep as JSON (default book/figures/data/everyday_data_size.json); "
+                             "runs already there with the same recipe are kept")
+    parser.add_argument("--note", default="", help="the sweep's machine note (load, other jobs)")
     parser.add_argument("--margin-bleu", type=float, default=5.0)
     parser.add_argument("--margin-chrf", type=float, default=10.0)
     return parser.parse_args()
@@ -223,6 +363,12 @@ def main():
     sources, references = [s for s, _ in corpus.test], [t for _, t in corpus.test]
     copy = (corpus_bleu(sources, references), corpus_chrf(sources, references))
     print(f"baseline copy (the source as the translation): BLEU {copy[0]:5.2f}  chrF {copy[1]:5.2f}")
+    if args.data_sizes:
+        sweep(args, recipe, corpus, copy)
+        return
+    if args.train_pairs is not None:
+        corpus = first_pairs(corpus, args.train_pairs)
+        print(f"trained on the first {len(corpus.train)} training pairs only")
 
     best = run(args.framework, recipe, corpus, args.tokens, args.seed, args.torch_threads,
                args.log_every, args.beam)
