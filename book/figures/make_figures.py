@@ -7,7 +7,9 @@ or one of its attributes (``self_attn``, ``norm1``, ``final_layer`` ...). The ma
 computed by ``course_pkg.reference``, the NumPy oracle both frameworks are tested against.
 The two plots of chapter 6 (``length_*.svg``) are drawn from ``data/length_experiments.json``,
 measured once by ``python benchmarks/length_experiments.py --save
-book/figures/data/length_experiments.json``; nothing is trained here.
+book/figures/data/length_experiments.json``, and chapter 7's ``everyday_data_size.svg`` from
+``data/everyday_data_size.json``, measured by ``python benchmarks/everyday_translation.py
+--data-sizes 500 1000 2000 2973 --seeds 0 1 --save``; nothing is trained here.
 
 Which chapter shows which figure (with its alt text) is listed in ``FIGURES``.
 """
@@ -43,6 +45,10 @@ LENGTH_DATA = HERE / "data" / "length_experiments.json"
 LENGTH_MODELS = [("GRU, no attention", "^:", "#777777", 5),
                  ("GRU + Bahdanau attention", "o-", "#2f7d32", 8),
                  ("Transformer", "s--", "#b03030", 4)]
+DATA_SIZE_DATA = HERE / "data" / "everyday_data_size.json"
+# the two models of the data-size sweep: (key in the JSON file, legend, marker, colour)
+DATA_SIZE_MODELS = [("bpe", "byte-level BPE (the recipe)", "s", "#b03030"),
+                    ("word", "word vocabularies", "o", "#2060a0")]
 HEADS = ["#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a6761d", "#f781bf", "#999999"]
 
 # file -> (chapter notebook, alt text); the alt text is also what the book uses.
@@ -89,6 +95,16 @@ FIGURES = {
                              "the cheaper, the two lines cross soon after, and from there the GRU's step "
                              "grows faster with L than the Transformer's, so the gap widens with every "
                              "doubling of the length."),
+    "everyday_data_size.svg": ("07_tokenization",
+                               "Two panels, test BLEU (left) and test chrF (right) on the 372 everyday "
+                               "French-to-English test pairs against the number of training pairs, 500, "
+                               "1,000, 2,000 and 2,973, with the share of test source words unknown to the"
+                               " word vocabulary under each (28%, 21%, 16%, 12%), for the byte-level BPE "
+                               "recipe (red squares) and the same model on word vocabularies (blue "
+                               "circles), seeds as points and their mean as a line, copying the source as "
+                               "a dotted grey line: both lines rise at every size; at 500 and 1,000 pairs "
+                               "they lie together, below copying in chrF, and from there the word-level "
+                               "line climbs faster, so the gap between them is widest at 2,973 pairs."),
 }
 
 
@@ -516,6 +532,41 @@ def length_step_time(path):
     save(fig, path)
 
 
+# ------------------------------------------------------------------- chapter 7: data size
+def everyday_data_size(path, data=DATA_SIZE_DATA):
+    """Test BLEU and chrF against the number of training pairs, BPE and word-level models."""
+    record = json.loads(Path(data).read_text(encoding="utf-8"))
+    sizes = {s["train_pairs"]: s for s in record["sizes"]}
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.5))
+    for ax, metric, name in zip(axes, ("bleu", "chrf"), ("BLEU", "chrF")):
+        ax.axhline(record["copy"][metric], color="#777777", linestyle=":", linewidth=1.2,
+                   label="copy the source")
+        for model, legend, marker, colour in DATA_SIZE_MODELS:
+            runs = [r for r in record["runs"] if r["model"] == model]
+            xs = sorted({r["train_pairs"] for r in runs})
+            means = [sum(r[metric] for r in runs if r["train_pairs"] == n)
+                     / sum(r["train_pairs"] == n for r in runs) for n in xs]
+            ax.plot(xs, means, "-", color=colour, linewidth=1.3, label=legend)
+            ax.plot([r["train_pairs"] for r in runs], [r[metric] for r in runs], marker,
+                    color=colour, markersize=4.5, markerfacecolor="none", linestyle="none")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(sizes), [f"{n}\n{100 * sizes[n]['unknown_source_share']:.0f}%"
+                                      for n in sorted(sizes)], fontsize=8)
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"test {name} ({record['test_pairs']} pairs, greedy)", fontsize=9.5)
+        ax.grid(alpha=0.3)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_xlabel("training pairs (first N)\nunknown test source words, word model", fontsize=8)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8,
+               frameon=False)
+    seeds = sorted({r["seed"] for r in record["runs"]})
+    fig.suptitle(f"Everyday fr→en, {record['recipe']['steps']} steps at every size; points: "
+                 f"seeds {', '.join(map(str, seeds))}, line: their mean", fontsize=9)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    save(fig, path)
+
+
 # ------------------------------------------------------------------- output
 def save(fig, path):
     fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
@@ -525,7 +576,8 @@ def save(fig, path):
 DRAW = {"transformer.svg": transformer, "seq2seq_bottleneck.svg": seq2seq_bottleneck,
         "seq2seq_attention.svg": seq2seq_attention, "multi_head.svg": multi_head,
         "three_attentions.svg": three_attentions, "masks.svg": masks,
-        "length_accuracy.svg": length_accuracy, "length_step_time.svg": length_step_time}
+        "length_accuracy.svg": length_accuracy, "length_step_time.svg": length_step_time,
+        "everyday_data_size.svg": everyday_data_size}
 
 
 def main(out=HERE):
