@@ -1,7 +1,10 @@
 """course_pkg.pretrained: chapter 7's shipped French -> English translator."""
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +24,17 @@ def record():
 @pytest.fixture(scope="module")
 def vocab():
     return pretrained.everyday_vocab()
+
+
+def test_it_imports_no_framework_until_it_is_handed_one():
+    code = ("import sys\nfrom course_pkg import data, pretrained\n"
+            "pretrained.everyday_vocab(); pretrained.everyday_record(); pretrained.everyday_weights()\n"
+            "print([m for m in ('torch', 'tensorflow', 'keras') if m in sys.modules])")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "[]"
 
 
 def test_the_record_describes_the_recipe_and_the_model(record):
