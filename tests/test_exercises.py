@@ -187,7 +187,7 @@ def test_check_messages_say_what_differs():
         exercises.check("9.9", print)
 
 
-@pytest.mark.parametrize("ex_id", ["3.3", "4.2", "5.1", "6.3", "8.1", "8.2", "8.3"])
+@pytest.mark.parametrize("ex_id", ["3.3", "4.2", "5.1", "6.3", "8.1", "8.2", "8.3", "8.8"])
 def test_check_accepts_framework_tensors(fw, ex_id):
     answer, exercise = _answer(ex_id), exercises.get(ex_id)
 

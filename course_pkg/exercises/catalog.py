@@ -22,6 +22,7 @@ import numpy as np
 from .. import data, subword
 from .. import reference as ref
 from ..data import BOS_ID, EOS_ID, PAD_ID
+from .language_models import SPECS as LANGUAGE_MODEL_SPECS
 
 BOOK_SEED = 0  # the parameters printed in the book
 
@@ -380,6 +381,7 @@ EXERCISES = [
             "x": _ints(rng.integers(-9, 10, (1, kv_heads, 2, 2))),
             "num_repeats": repr(int(rng.choice([2, 3])))})(int(rng.choice([2, 3]))),
         lambda x, num_repeats: ref.repeat_kv(np.asarray(x), num_repeats), exact=True),
+    *(Exercise(**spec) for spec in LANGUAGE_MODEL_SPECS),  # 8.7, 8.8: language_models.py
     # ------------------------------------------------------------------ 9. vision (the ViT)
     Exercise(
         "9.1", "09_vision", "Cutting an image into patches", 2, "patchify",

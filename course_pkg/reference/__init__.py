@@ -28,8 +28,8 @@ queries and keys, ``in``/``out`` a dense kernel's input and output widths,
 
 The training formulas (masked loss, label smoothing, the Noam schedule),
 greedy decoding's step, the parameter counts (each next to its concept), and chapter 8's
-prefix-LM mask, top-k probabilities, masked-LM corruption, RoPE on one vector, KV-cache bytes and
-the grouped-query repeat are also the reference answers of the course's exercises
+prefix-LM mask, top-k probabilities, masked-LM corruption, RoPE on one vector, KV-cache bytes, the
+grouped-query repeat and the perplexity are also the reference answers of the course's exercises
 (``course_pkg.exercises``).
 """
 
@@ -49,7 +49,7 @@ from .encoder import encoder, encoder_layer, encoder_layer_parameters
 from .feed_forward import ACTIVATIONS, feed_forward, gelu, gelu_tanh, silu
 from .gpt import gpt, top_k_filter, top_k_probabilities, top_p_filter, top_p_probabilities
 from .llama import kv_cache_bytes, llama, llama_block
-from .losses import log_softmax, masked_loss, smoothed_targets, teacher_forcing
+from .losses import log_softmax, masked_loss, perplexity, smoothed_targets, teacher_forcing
 from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask, prefix_lm_mask
 from .normalization import rms_norm
 from .positional import learned_positional_encoding, positional_embedding, positional_encoding
@@ -96,6 +96,7 @@ __all__ = [
     "seq2seq_encoder", "seq2seq_decoder", "attention_decoder", "seq2seq",
     # training and decoding
     "teacher_forcing", "log_softmax", "smoothed_targets", "masked_loss", "noam_learning_rate", "greedy_step",
+    "perplexity",
     # Llama's components: RMSNorm, rotary position embeddings, SiLU (grouped-query attention and the
     # gated feed-forward are options of multi_head_attention and feed_forward)
     "rms_norm", "rotary_cos_sin", "rotate_half", "apply_rotary", "silu",

@@ -2,7 +2,8 @@
 
 Mirrors ``course_pkg.torch.losses`` and ``course_pkg.tensorflow.losses`` (the loss of teacher-forced
 training). :func:`teacher_forcing` is the reference answer of exercise 1.2; the twins build those
-pairs in ``course_pkg.data.encode_pairs``.
+pairs in ``course_pkg.data.encode_pairs``. :func:`perplexity`, the reference answer of exercise 8.7,
+is the exponential of the plain loss.
 """
 
 import numpy as np
@@ -46,3 +47,13 @@ def masked_loss(labels, logits, pad_id=0, label_smoothing=0.0):
     targets = smoothed_targets(safe, log_probs.shape[-1], label_smoothing)  # (batch, T, vocab)
     per_token = -(targets * log_probs).sum(axis=-1)  # (batch, T)
     return (per_token * keep).sum() / max(keep.sum(), 1)
+
+
+def perplexity(labels, logits, pad_id=0):
+    """``exp`` of the mean negative log-probability of the labels that are not ``pad_id``: the
+    exponential of :func:`masked_loss` without smoothing (1 for a perfect model, ``vocab`` for a
+    uniform one).
+
+    Shape: labels (batch, T) int, logits (batch, T, vocab) -> ().
+    """
+    return float(np.exp(masked_loss(labels, logits, pad_id)))
