@@ -2,7 +2,7 @@
 
 Trains the course Transformer (``Transformer``, ``Trainer``, ``make_batches``, ``translate`` of
 the framework asked for) on ``course_pkg.data.make_everyday_corpus("fr", "en")`` (2 973 train /
-372 valid / 372 test pairs of 3-15 words) with a fixed number of seeded steps, then decodes the
+372 valid / 372 test pairs of 3 to 16 words) with a fixed number of seeded steps, then decodes the
 test split and prints sacrebleu's BLEU and chrF (``course_pkg.evaluation``) against two
 baselines:
 
