@@ -14,6 +14,11 @@ a history never seen falls back to the shorter one, and below the unigram lies t
 distribution ``1 / vocab_size``. Every distribution sums to 1 over the vocabulary. ``order=1`` is
 a unigram model (raw counts, discounted towards uniform).
 
+Unlike SRILM and KenLM, which keep the raw counts for the n-grams that begin with the
+begin-of-sentence token (nothing can precede it), this model takes continuation counts for them
+too: a difference that touches only the lower orders' share in the probabilities of a sentence's
+first ``order - 2`` tokens (the first token of a trigram model).
+
 Example::
 
     from course_pkg.ngram import KneserNey
