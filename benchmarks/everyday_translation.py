@@ -61,6 +61,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 from course_pkg import data  # noqa: E402
 from course_pkg.evaluation import corpus_bleu, corpus_chrf  # noqa: E402
+from course_pkg.pretrained import bpe_vocab  # noqa: E402
 
 # The recipe: the defaults of the options below.
 RECIPE = dict(tokens="joint", vocab_size=2000, num_layers=2, d_model=128, num_heads=4, dff=256,
@@ -86,14 +87,6 @@ def framework(name, seed, torch_threads):
         from course_pkg import tensorflow as cp
         keras.utils.set_random_seed(seed)
     return cp
-
-
-def bpe_vocab(texts, vocab_size):
-    """A Vocab whose ids are those of a byte-level BPE trained on ``texts`` (ids 0-3: specials)."""
-    from course_pkg.subword import train_byte_level_bpe
-
-    tok = train_byte_level_bpe(texts, vocab_size, special_tokens=data.SPECIAL_TOKENS)
-    return data.Vocab(tok.convert_ids_to_tokens(range(tok.vocab_size)), tok)
 
 
 def vocabularies(kind, train, vocab_size):

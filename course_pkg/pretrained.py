@@ -40,17 +40,22 @@ BPE_VOCAB = FOLDER / "bpe-vocab.json"
 BPE_MERGES = FOLDER / "bpe-merges.txt"
 
 
-def everyday_bpe_vocab(pairs, vocab_size=2000) -> data.Vocab:
-    """A :class:`~course_pkg.data.Vocab` of one byte-level BPE learnt on both sides of ``pairs``.
+def bpe_vocab(texts, vocab_size=2000) -> data.Vocab:
+    """A :class:`~course_pkg.data.Vocab` of a byte-level BPE learnt on ``texts``.
 
     The BPE has ``vocab_size`` tokens, the four special tokens of the course first (ids 0-3), so
-    that ``Vocab``'s ids are the BPE's. The translator's is this on the training split.
+    that ``Vocab``'s ids are the BPE's.
     """
     from .subword import train_byte_level_bpe
 
-    texts = [source for source, _ in pairs] + [target for _, target in pairs]
-    bpe = train_byte_level_bpe(texts, vocab_size, special_tokens=data.SPECIAL_TOKENS)
+    bpe = train_byte_level_bpe(list(texts), vocab_size, special_tokens=data.SPECIAL_TOKENS)
     return data.Vocab(bpe.convert_ids_to_tokens(range(bpe.vocab_size)), bpe)
+
+
+def everyday_bpe_vocab(pairs, vocab_size=2000) -> data.Vocab:
+    """:func:`bpe_vocab` of both sides of ``pairs`` (sources, then targets): one BPE for the two
+    languages. The translator's is this on the training split."""
+    return bpe_vocab([source for source, _ in pairs] + [target for _, target in pairs], vocab_size)
 
 
 def everyday_vocab(folder=FOLDER) -> data.Vocab:
