@@ -31,7 +31,9 @@ Every name is importable from ``course_pkg.data``; the modules hold one concern 
 the corpus makers), ``tsv`` (TSV files), ``tokenizer`` (:class:`Tokenizer`),
 ``vocab`` (special tokens and :class:`Vocab`), ``batching`` (padding, encoding,
 :class:`Batches`) and ``mlm`` (chapter 8's model families: masked-LM inputs, a classification
-task, prompts for a decoder-only model).
+task, prompts for a decoder-only model). One module is for readers online only, and is imported
+by name: ``from course_pkg.data import tatoeba`` downloads Tatoeba's French-English pairs (a fixed
+copy, checked against a pinned SHA-1) for chapter 7's optional cells; nothing else downloads.
 """
 
 from . import mlm as _mlm

@@ -1,0 +1,135 @@
+"""A larger public French-English corpus for readers online: Tatoeba's pairs, checked by checksum.
+
+Chapter 7's optional cells for Colab train the chapter's translator on more data than the
+everyday sentences. The data is the English-French export of the Tatoeba project's sentence
+pairs (CC-BY 2.0 FR; the ManyThings / Anki ``fra.txt`` file, ``English<TAB>French`` lines) in
+the fixed copy that the book *Dive into Deep Learning* serves for its own chapter, at
+:data:`URL`. That copy never changes: :func:`download` checks the file against the SHA-1 pinned
+here (:data:`SHA1`) before anything reads it, and refuses a file that differs. Nothing in the
+course's tests or CI downloads it: this module is for a reader with a network::
+
+    from course_pkg.data import make_everyday_corpus, tatoeba
+
+    corpus = make_everyday_corpus("fr", "en")
+    archive = tatoeba.download()                  # OSError offline; ValueError for another file
+    more = tatoeba.load_pairs(archive, exclude=corpus.valid + corpus.test)   # (French, English)
+
+Framework-free: the standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import unicodedata
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from ..common.files import make_folder, temporary_name
+
+URL = "https://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
+"""Dive into Deep Learning's fixed copy of Tatoeba's English-French pairs (a zip with ``fra.txt``)."""
+
+SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
+"""The SHA-1 of the file at :data:`URL`, as Dive into Deep Learning pins it."""
+
+SPACES = {"\u202f": " ", "\xa0": " "}
+"""French typography's narrow and no-break spaces (before ``?``, ``!``, ``:``), read as spaces as
+in the everyday corpus."""
+
+
+def default_folder() -> Path:
+    """Where :func:`download` keeps the file: ``$COURSE_PKG_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/course_pkg``, else ``~/.cache/course_pkg``."""
+    folder = os.environ.get("COURSE_PKG_CACHE_DIR")
+    if folder:
+        return Path(folder)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "course_pkg"
+
+
+def sha1_of(path) -> str:
+    """The SHA-1 of the file at ``path``, in hex."""
+    digest = hashlib.sha1()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(folder=None, url=URL, sha1=SHA1, timeout=60) -> Path:
+    """The zip of Tatoeba's pairs on disk, downloaded once and checked against ``sha1``.
+
+    A file already in ``folder`` (default :func:`default_folder`) with the right checksum is used
+    as it is; one with another checksum is downloaded again. The download goes to a temporary file
+    beside the target, renamed only once its checksum is right: an interrupted or altered download
+    leaves nothing behind.
+
+    Raises:
+        OSError: no network, a server error, a folder that cannot be written (``urllib``'s
+            ``URLError`` is one): the caller can skip cleanly on it.
+        ValueError: the file downloaded has another SHA-1 than ``sha1`` (both named); it is deleted.
+    """
+    folder = Path(folder) if folder is not None else default_folder()
+    target = folder / url.rsplit("/", 1)[-1]
+    if target.is_file() and sha1_of(target) == sha1:
+        return target
+    make_folder(folder)
+    partial = temporary_name(target)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
+            for block in iter(lambda: response.read(1 << 20), b""):
+                out.write(block)
+        found = sha1_of(partial)
+        if found != sha1:
+            raise ValueError(f"{url} has SHA-1 {found}, not the pinned {sha1}: the file changed "
+                             "or the download was altered; nothing was kept")
+        os.replace(partial, target)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return target
+
+
+def normalise(text) -> str:
+    """``text`` as the everyday corpus writes it: NFC, typographic spaces as spaces, stripped."""
+    text = unicodedata.normalize("NFC", text)
+    for space, plain in SPACES.items():
+        text = text.replace(space, plain)
+    return " ".join(text.split())
+
+
+def load_pairs(archive, exclude=(), max_pairs=None) -> list:
+    """Tatoeba's pairs from the zip ``archive``, French -> English: ``[(french, english), ...]``.
+
+    Each line of the zip's ``fra.txt`` is ``English<TAB>French`` (a third column, an attribution,
+    is ignored). Texts are :func:`normalise`-d; a pair repeated exactly is kept once. ``exclude``
+    holds ``(french, english)`` pairs (for instance the course's validation and test splits): a
+    Tatoeba pair whose French or English sentence is one of theirs, compared in lower case, is
+    dropped, so that a score on those splits never rewards a sentence seen in training.
+
+    Raises:
+        ValueError: the zip holds no ``fra.txt``, or a line has fewer than two columns (named).
+    """
+    banned = {normalise(text).lower() for pair in exclude for text in pair}
+    with zipfile.ZipFile(archive) as zipped:
+        names = [name for name in zipped.namelist() if name.rsplit("/", 1)[-1] == "fra.txt"]
+        if not names:
+            raise ValueError(f"{archive} holds no fra.txt (found: {', '.join(zipped.namelist())})")
+        lines = zipped.read(names[0]).decode("utf-8").splitlines()
+    pairs, seen = [], set()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        columns = line.split("\t")
+        if len(columns) < 2:
+            raise ValueError(f"{archive}:{names[0]} line {number} has no tab: {line[:80]!r}")
+        english, french = normalise(columns[0]), normalise(columns[1])
+        if (french, english) in seen or french.lower() in banned or english.lower() in banned:
+            continue
+        seen.add((french, english))
+        pairs.append((french, english))
+        if max_pairs is not None and len(pairs) >= max_pairs:
+            break
+    return pairs
