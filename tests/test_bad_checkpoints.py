@@ -49,6 +49,37 @@ def _assert_unchanged(fw, trainer, before):
     assert (step, lr) == before[2:]
 
 
+_SHARED = {}  # per framework: what the restore tests share, made once (see _good_checkpoint, _restorer)
+
+
+@pytest.fixture(scope="module")
+def shared_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("shared")
+
+
+def _good_checkpoint(fw, shared_dir, path):
+    """At ``path``, a copy of one checkpoint saved after 1 step (saved once per framework)."""
+    if (fw.name, "good") not in _SHARED:
+        _trained(fw, 1).save(shared_dir / f"good-{fw.name}")
+        _SHARED[fw.name, "good"] = shared_dir / f"good-{fw.name}"
+    good = _SHARED[fw.name, "good"]
+    if good.is_dir():
+        shutil.copytree(good, path)
+    else:
+        shutil.copy(good, path)
+    return path
+
+
+def _restorer(fw):
+    """One trainer after 2 steps per framework (other weights, moments and step than the good
+    checkpoint's), into which the tests below restore damaged checkpoints. Each test snapshots it
+    first and checks that its failed restore changed nothing, so they can share it: building a
+    TensorFlow trainer and tracing its training step takes seconds."""
+    if (fw.name, "restorer") not in _SHARED:
+        _SHARED[fw.name, "restorer"] = _trained(fw, 2)
+    return _SHARED[fw.name, "restorer"]
+
+
 def _files_of(path):
     """The checkpoint's files: the file itself (torch) or those in the directory (TensorFlow)."""
     return [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
@@ -63,9 +94,9 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_restore_of_a_damaged_file_raises_one_value_error_naming_it(fw, tmp_path, damage):
-    good = tmp_path / "good"
-    _trained(fw, 1).save(good)
+def test_restore_of_a_damaged_file_raises_one_value_error_naming_it(fw, shared_dir, tmp_path, damage):
+    good = _good_checkpoint(fw, shared_dir, tmp_path / "good")
+    trainer = _restorer(fw)
     for file in _files_of(good):
         bad = tmp_path / f"bad-{file.name}"
         if good.is_dir():
@@ -75,7 +106,6 @@ def test_restore_of_a_damaged_file_raises_one_value_error_naming_it(fw, tmp_path
             shutil.copy(good, bad)
             target = bad
         target.write_bytes(DAMAGES[damage](target.read_bytes()))
-        trainer = _trained(fw, 2)
         before = _snapshot(fw, trainer)
         with pytest.raises(ValueError, match=re.escape(str(bad))) as info:
             trainer.restore(bad)
@@ -108,13 +138,13 @@ def _rewrite(fw, path, checkpoint):
     ("config", [1, 2], r"config must be a dict, got \[1, 2\]"),
     ("model_class", None, r"model_class must be a string, got None"),
 ])
-def test_restore_of_a_checkpoint_with_a_bad_field_names_the_field_and_file(fw, tmp_path, field, value, match):
-    path = tmp_path / "ckpt"
-    _trained(fw, 1).save(path)
+def test_restore_of_a_checkpoint_with_a_bad_field_names_the_field_and_file(fw, shared_dir, tmp_path, field,
+                                                                           value, match):
+    path = _good_checkpoint(fw, shared_dir, tmp_path / "ckpt")
     checkpoint = _manifest(fw, path)
     checkpoint[field] = value
     _rewrite(fw, path, checkpoint)
-    trainer = _trained(fw, 2)
+    trainer = _restorer(fw)
     before = _snapshot(fw, trainer)
     with pytest.raises(ValueError, match=match) as info:
         trainer.restore(path)
@@ -200,22 +230,21 @@ def _state_bytes(fw, trainer):
 
 
 @pytest.mark.parametrize("damage", LATE_DAMAGES)
-def test_a_restore_checks_everything_before_it_loads_anything(fw, tmp_path, damage):
+def test_a_restore_checks_everything_before_it_loads_anything(fw, shared_dir, tmp_path, damage):
     """A checkpoint of the right configuration and layout, wrong where a restore meets it last: the
     restore refuses it and the trainer keeps its weights, optimizer state and step to the byte.
     (Loading first and checking on the way would have changed the weights, or the weights and the
     optimizer's moments, before meeting the damage.)"""
-    path = tmp_path / "ckpt"
-    _trained(fw, 1).save(path)  # other weights, moments and step than the trainer's below
+    path = _good_checkpoint(fw, shared_dir, tmp_path / "ckpt")  # unlike the trainer: weights, step
     _damage_late(fw, path, damage)
-    trainer = _trained(fw, 3)
+    trainer = _restorer(fw)
     before = _state_bytes(fw, trainer)
     with pytest.raises(ValueError, match=r"is a damaged checkpoint: .*has shape|is a damaged checkpoint: "
                                          r"variable .* of shape") as info:
         trainer.restore(path)
     assert str(path) in str(info.value) and "nothing was loaded" in str(info.value)
     assert _state_bytes(fw, trainer) == before
-    assert trainer.step == 3
+    assert trainer.step == 2
 
 
 def test_restore_of_a_torch_pickle_of_other_objects_does_not_advise_weights_only(torch_fw, tmp_path):

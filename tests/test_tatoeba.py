@@ -7,6 +7,7 @@ offline case asks a port of this machine where nothing listens.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import zipfile
 
 import pytest
@@ -35,10 +36,14 @@ def test_pairs_are_french_to_english_normalised_and_unique(tmp_path):
                      ("J'ai froid.", "I'm cold.")]
 
 
-def test_held_out_sentences_are_dropped_on_either_side_ignoring_case(tmp_path):
+def test_held_out_sentences_are_dropped_on_either_side_up_to_case_punctuation_and_apostrophes(tmp_path):
     archive = write_zip(tmp_path / "fra-eng.zip")
-    held_out = [("où est la gare ?", "Another English sentence."), ("Une autre phrase.", "go.")]
+    held_out = [("où est la gare ?", "Another English sentence."), ("Une autre phrase.", "go!")]
     assert tatoeba.load_pairs(archive, exclude=held_out) == [("Salut !", "Hi."), ("J'ai froid.", "I'm cold.")]
+    curly = [("J’ai froid !", "Something else.")]  # a curly apostrophe, another final mark
+    assert ("J'ai froid.", "I'm cold.") not in tatoeba.load_pairs(archive, exclude=curly)
+    paraphrase = [("Il fait froid.", "I am cold.")]  # other words: another sentence, kept
+    assert ("J'ai froid.", "I'm cold.") in tatoeba.load_pairs(archive, exclude=paraphrase)
     assert tatoeba.load_pairs(archive, max_pairs=2) == [("Va !", "Go."), ("Salut !", "Hi.")]
 
 
@@ -58,6 +63,32 @@ def test_download_checks_the_pinned_sha1_and_keeps_the_file(tmp_path):
     source.unlink()  # a second call finds the checked file and downloads nothing
     assert tatoeba.download(folder, url=source.as_uri(), sha1=sha1) == got
     assert [p.name for p in folder.iterdir()] == ["fra-eng.zip"]
+
+
+def test_a_kept_file_with_another_sha1_is_downloaded_again(tmp_path):
+    source = write_zip(tmp_path / "fra-eng.zip")
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / "fra-eng.zip").write_bytes(b"an older or damaged file")
+    got = tatoeba.download(folder, url=source.as_uri(), sha1=hashlib.sha1(source.read_bytes()).hexdigest())
+    assert got.read_bytes() == source.read_bytes()
+
+
+def test_a_connection_lost_in_the_middle_is_an_oserror_and_nothing_is_kept(tmp_path, monkeypatch):
+    class Broken:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self, size):
+            raise http.client.IncompleteRead(b"partial")
+
+    monkeypatch.setattr(tatoeba.urllib.request, "urlopen", lambda url, timeout: Broken())
+    with pytest.raises(ConnectionError, match="broke off"):
+        tatoeba.download(tmp_path, url="https://example.invalid/fra-eng.zip")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_file_with_another_sha1_is_refused_and_nothing_is_kept(tmp_path):

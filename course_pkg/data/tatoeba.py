@@ -1,12 +1,13 @@
 """A larger public French-English corpus for readers online: Tatoeba's pairs, checked by checksum.
 
 Chapter 7's optional cells for Colab train the chapter's translator on more data than the
-everyday sentences. The data is the English-French export of the Tatoeba project's sentence
-pairs (CC-BY 2.0 FR; the ManyThings / Anki ``fra.txt`` file, ``English<TAB>French`` lines) in
-the fixed copy that the book *Dive into Deep Learning* serves for its own chapter, at
-:data:`URL`. That copy never changes: :func:`download` checks the file against the SHA-1 pinned
-here (:data:`SHA1`) before anything reads it, and refuses a file that differs. Nothing in the
-course's tests or CI downloads it: this module is for a reader with a network::
+everyday sentences. The data is ManyThings.org's selection of English-French sentence pairs from the Tatoeba
+project (https://tatoeba.org, CC-BY 2.0 FR; the Anki ``fra.txt`` file of
+https://www.manythings.org/anki/, ``English<TAB>French`` lines), in the copy that the book *Dive
+into Deep Learning* serves for its own translation chapter, at :data:`URL`. :func:`download`
+checks the file against the SHA-1 that that book pins in its code (:data:`SHA1`) before anything
+reads it, and refuses a file that differs: every reader who gets it gets the same pairs. Nothing
+in the course's tests or CI downloads it: this module is for a reader with a network::
 
     from course_pkg.data import make_everyday_corpus, tatoeba
 
@@ -20,7 +21,9 @@ Framework-free: the standard library only.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
+import re
 import unicodedata
 import urllib.request
 import zipfile
@@ -29,10 +32,10 @@ from pathlib import Path
 from ..common.files import make_folder, temporary_name
 
 URL = "https://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
-"""Dive into Deep Learning's fixed copy of Tatoeba's English-French pairs (a zip with ``fra.txt``)."""
+"""Dive into Deep Learning's copy of the English-French pairs (a zip with ``fra.txt``)."""
 
 SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
-"""The SHA-1 of the file at :data:`URL`, as Dive into Deep Learning pins it."""
+"""The SHA-1 of the file at :data:`URL`, as Dive into Deep Learning pins it in its code."""
 
 SPACES = {"\u202f": " ", "\xa0": " "}
 """French typography's narrow and no-break spaces (before ``?``, ``!``, ``:``), read as spaces as
@@ -67,8 +70,9 @@ def download(folder=None, url=URL, sha1=SHA1, timeout=60) -> Path:
     leaves nothing behind.
 
     Raises:
-        OSError: no network, a server error, a folder that cannot be written (``urllib``'s
-            ``URLError`` is one): the caller can skip cleanly on it.
+        OSError: no network, a server error, a connection lost in the middle (a
+            ``ConnectionError``), a folder that cannot be written (``urllib``'s ``URLError`` is
+            one): the caller can skip cleanly on it.
         ValueError: the file downloaded has another SHA-1 than ``sha1`` (both named); it is deleted.
     """
     folder = Path(folder) if folder is not None else default_folder()
@@ -78,9 +82,12 @@ def download(folder=None, url=URL, sha1=SHA1, timeout=60) -> Path:
     make_folder(folder)
     partial = temporary_name(target)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
-            for block in iter(lambda: response.read(1 << 20), b""):
-                out.write(block)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
+                for block in iter(lambda: response.read(1 << 20), b""):
+                    out.write(block)
+        except http.client.HTTPException as error:  # e.g. IncompleteRead: not an OSError itself
+            raise ConnectionError(f"{url}: the download broke off ({type(error).__name__})") from error
         found = sha1_of(partial)
         if found != sha1:
             raise ValueError(f"{url} has SHA-1 {found}, not the pinned {sha1}: the file changed "
@@ -100,19 +107,28 @@ def normalise(text) -> str:
     return " ".join(text.split())
 
 
+def held_out_key(text) -> str:
+    """The form in which :func:`load_pairs` compares a sentence with the held-out ones: lower case,
+    and every run of characters that are neither letters nor digits (punctuation, apostrophes
+    straight or curly, spaces) as one space, so that ``J’ai froid !`` and ``j'ai froid.`` are one
+    sentence."""
+    return re.sub(r"[\W_]+", " ", normalise(text).lower()).strip()
+
+
 def load_pairs(archive, exclude=(), max_pairs=None) -> list:
     """Tatoeba's pairs from the zip ``archive``, French -> English: ``[(french, english), ...]``.
 
     Each line of the zip's ``fra.txt`` is ``English<TAB>French`` (a third column, an attribution,
     is ignored). Texts are :func:`normalise`-d; a pair repeated exactly is kept once. ``exclude``
     holds ``(french, english)`` pairs (for instance the course's validation and test splits): a
-    Tatoeba pair whose French or English sentence is one of theirs, compared in lower case, is
-    dropped, so that a score on those splits never rewards a sentence seen in training.
+    Tatoeba pair whose French or English sentence is one of theirs, up to case, punctuation and
+    apostrophes (:func:`held_out_key`), is dropped, so that a score on those splits never rewards
+    a sentence seen in training. A paraphrase is another sentence, and stays.
 
     Raises:
         ValueError: the zip holds no ``fra.txt``, or a line has fewer than two columns (named).
     """
-    banned = {normalise(text).lower() for pair in exclude for text in pair}
+    banned = {held_out_key(text) for pair in exclude for text in pair}
     with zipfile.ZipFile(archive) as zipped:
         names = [name for name in zipped.namelist() if name.rsplit("/", 1)[-1] == "fra.txt"]
         if not names:
@@ -126,7 +142,7 @@ def load_pairs(archive, exclude=(), max_pairs=None) -> list:
         if len(columns) < 2:
             raise ValueError(f"{archive}:{names[0]} line {number} has no tab: {line[:80]!r}")
         english, french = normalise(columns[0]), normalise(columns[1])
-        if (french, english) in seen or french.lower() in banned or english.lower() in banned:
+        if (french, english) in seen or held_out_key(french) in banned or held_out_key(english) in banned:
             continue
         seen.add((french, english))
         pairs.append((french, english))
