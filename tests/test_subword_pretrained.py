@@ -130,3 +130,92 @@ def test_transformers_4_tokens_saved_as_objects_are_read(tmp_path, gpt2_dir):
               "added_tokens_decoder": {"0": {**added, "special": True}}}
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     assert gpt2_tokenizer(tmp_path).special_tokens == ["<|endoftext|>"]
+
+
+# ------------------------------------------------- issue 37: every tokenizer_config.json key that changes ids
+def _bare_dir(tmp_path, source, names, config):
+    """A model directory of vocabulary files and ``config`` alone (no tokenizer.json to prefer)."""
+    for name in names:
+        shutil.copy(source / name, tmp_path / name)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return tmp_path
+
+
+SPECIAL_KEYS = [{"additional_special_tokens": ["{t}"]}, {"extra_special_tokens": ["{t}"]},
+                {"extra_special_tokens": {"image_token": "{t}"}},
+                {"additional_special_tokens": [{"content": "{t}", "lstrip": False, "normalized": False,
+                                                "rstrip": False, "single_word": False, "special": True,
+                                                "__type": "AddedToken"}]}]
+
+
+@pytest.mark.parametrize("setting", SPECIAL_KEYS, ids=lambda s: next(iter(s)))
+def test_gpt2_extra_special_tokens_are_honoured_as_autotokenizer_does(tmp_path, gpt2_dir, setting):
+    vocab = json.loads((gpt2_dir / "vocab.json").read_text(encoding="utf-8"))
+    token = next(t for t in vocab if len(t) > 3 and t.isalpha())  # a token of the vocabulary
+    config = json.loads(json.dumps(setting).replace("{t}", token))
+    folder = _bare_dir(tmp_path, gpt2_dir, ["vocab.json", "merges.txt"],
+                       {"tokenizer_class": "GPT2Tokenizer", **config})
+    ours, auto = gpt2_tokenizer(folder), transformers.AutoTokenizer.from_pretrained(str(folder))
+    assert token in ours.special_tokens
+    for text in [f"a{token}b {token}", f"x {token}{token}", "Hello world!"] + TEXTS[:5]:
+        assert ours.encode(text) == auto(text)["input_ids"], text
+
+
+@pytest.mark.parametrize("setting", SPECIAL_KEYS + [{"mask_token": "{t}"}], ids=lambda s: next(iter(s)))
+@pytest.mark.parametrize("token", ["<mask>", "[MASK]", "<|endoftext|>"])
+def test_bert_special_tokens_in_any_brackets_are_honoured_as_autotokenizer_does(tmp_path, bert_dir, setting,
+                                                                                token):
+    folder, lowercase = bert_dir
+    tokens = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    if token not in tokens:
+        tokens.append(token)
+    write_vocab_txt(tmp_path / "vocab.txt", tokens)
+    config = json.loads(json.dumps(setting).replace("{t}", token))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, **config}), encoding="utf-8")
+    ours, auto = bert_tokenizer(tmp_path), transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    for text in [f"the {token} sat", f"a{token}{token}b", "Paris [MASK] <mask> <|endoftext|>."] + TEXTS[:4]:
+        assert ours.encode(text) == auto(text)["input_ids"], text
+        assert ours.tokenize(text) == auto.tokenize(text), text
+
+
+@pytest.mark.parametrize("key", ["add_bos_token", "add_eos_token"])
+def test_gpt2_add_bos_or_eos_token_is_refused_naming_the_key(tmp_path, gpt2_dir, key):
+    folder = _bare_dir(tmp_path, gpt2_dir, ["vocab.json", "merges.txt"], {"tokenizer_class": "GPT2Tokenizer"})
+    auto_plain = transformers.AutoTokenizer.from_pretrained(str(folder))("Hello")["input_ids"]
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer", key: True}))
+    assert transformers.AutoTokenizer.from_pretrained(str(folder))("Hello")["input_ids"] != auto_plain
+    with pytest.raises(ValueError, match=rf"tokenizer_config\.json: {key} is true; the course's ByteLevelBPE "
+                                         r"adds no token"):
+        gpt2_tokenizer(folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({key: False}))
+    assert gpt2_tokenizer(folder).encode("Hello") == auto_plain
+
+
+def test_bert_ignores_add_bos_token_as_autotokenizer_does(tmp_path, bert_dir):
+    folder, lowercase = bert_dir
+    config = {"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "add_bos_token": True,
+              "add_eos_token": True}
+    bare = _bare_dir(tmp_path, folder, ["vocab.txt"], config)
+    auto = transformers.AutoTokenizer.from_pretrained(str(bare))
+    assert bert_tokenizer(bare).encode("Hello world!") == auto("Hello world!")["input_ids"]
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"additional_special_tokens": ["<not-in-vocab>"]},
+     r"additional_special_tokens\[0\] '<not-in-vocab>' is not in .*vocab"),
+    ({"extra_special_tokens": {"image_token": "<img>"}},
+     r"extra_special_tokens\['image_token'\] '<img>' is not in"),
+    ({"extra_special_tokens": "<img>"}, r"extra_special_tokens must be a list of tokens or an object"),
+    ({"additional_special_tokens": ["[MASK]"], "extra_special_tokens": ["[PAD]"]},
+     r"additional_special_tokens and extra_special_tokens name different tokens"),
+])
+@pytest.mark.parametrize("load, names", [(gpt2_tokenizer, ["vocab.json", "merges.txt"]),
+                                         (bert_tokenizer, None)])
+def test_extra_special_tokens_outside_the_vocabulary_are_refused(tmp_path, gpt2_dir, bert_dir, config, match,
+                                                                 load, names):
+    if load is gpt2_tokenizer and "[MASK]" in str(config):
+        config = json.loads(json.dumps(config).replace("[MASK]", "<|endoftext|>").replace("[PAD]", "a"))
+    source, names = (gpt2_dir, names) if names else (bert_dir[0], ["vocab.txt"])
+    with pytest.raises(ValueError, match=match):
+        load(_bare_dir(tmp_path, source, names, config))

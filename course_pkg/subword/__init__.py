@@ -15,7 +15,8 @@ Three families of subword tokenizer, one module each, and the files they read an
   (``vocab.txt``, ``tokenizer_config.json``'s ``do_lower_case``...); the ids of ``AutoTokenizer``;
 * ``vocab_files``: ``vocab.json``, ``merges.txt`` and ``vocab.txt``, read with checks that name
   the file and line, written atomically;
-* ``checks``: the argument checks they share (text must be a ``str``, ids in range).
+* ``bert_unicode``: the character classes of ``wordpiece`` as ``tokenizers`` has them;
+* ``checks``: the argument checks they share (text must be a ``str``, ids in range, flags bools).
 
 Example::
 

@@ -29,6 +29,18 @@ meets them in a hash map, which changes from run to run, so its tie-breaks betwe
 equal count that involve them are not reproducible (the course's are: code-point order);
 ``BpeTrainer``'s ``min_frequency`` defaults to 0 (the course's to 2: a pair seen once teaches
 nothing); the course has no ``limit_alphabet``, ``initial_alphabet`` or ``max_token_length``.
+
+Encoding (:func:`apply_merges`) runs ``tokenizers``' loop, so a merges file listed out of
+learning order (hand-edited) gives ``tokenizers``' ids too; with ``unk_token=None`` an unknown
+character is left out before merging (its neighbours may merge), as ``models.BPE`` does.
+
+Refused, each error naming the argument: ``texts`` that are one str, ``None`` or not iterable,
+a text that is not a str, texts that hold no word (an empty or blank corpus: ``ValueError``),
+``special_tokens`` given as one str (``"<pad>"``, not read as its characters) or holding a
+non-str (``None``, an int, bytes), an ``unk_token`` or ``end_of_word_suffix`` that is not a
+str or ``None``; :class:`BPE` refuses ``merges=None`` (``[]`` is no merges), a vocabulary
+with a token that is not a non-empty str (``None``), and ``decode`` what is not one sequence
+of int ids (bytes, bytearray, ``None``, one int, a 2-D array).
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ from collections import Counter
 
 import regex
 
-from .checks import check_text, check_texts, ids_to_tokens
+from .checks import check_special_tokens, check_text, check_texts, ids_to_tokens
 from .vocab_files import (
     check_merges,
     check_vocab,
@@ -48,7 +60,8 @@ from .vocab_files import (
     write_vocab_json,
 )
 
-__all__ = ["BPE", "WORD_PATTERN", "learn_merges", "pre_tokenize", "subword_stats", "train_bpe"]
+__all__ = ["BPE", "WORD_PATTERN", "apply_merges", "check_corpus", "check_token_option", "learn_merges",
+           "pre_tokenize", "subword_stats", "train_bpe"]
 
 WORD_PATTERN = regex.compile(r"\w+|[^\w\s]+")
 """Words: runs of letters, digits, marks and ``_``, or runs of other non-space characters."""
@@ -65,10 +78,30 @@ def _check_vocab_size(vocab_size, min_frequency) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
+def check_token_option(value, name) -> None:
+    """``TypeError`` naming ``name`` unless ``value`` is a str or None (the unknown token, a suffix)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__} {value!r:.40}")
+    if value == "" and name == "unk_token":
+        raise ValueError("unk_token must be a non-empty str or None, got ''")
+
+
+def check_corpus(word_counts, texts_seen) -> None:
+    """``ValueError`` naming ``texts`` when they hold no word: nothing to learn from."""
+    if not word_counts:
+        raise ValueError(f"texts hold no words ({texts_seen} texts, all empty or blank): "
+                         "expected sentences to learn from")
+
+
 def apply_merges(symbols, ranks) -> list:
     """Encode one word: merge, again and again, its adjacent pair that was learnt earliest.
 
-    The loop of every BPE tokenizer here (:class:`BPE`, and ``ByteLevelBPE`` on byte symbols).
+    The loop of every BPE tokenizer here (:class:`BPE`, and ``ByteLevelBPE`` on byte symbols),
+    as ``tokenizers``' ``models.BPE`` runs it: a queue of the word's pairs, the lowest rank
+    first (the leftmost among equal ones); each merge queues the pairs that its new symbol
+    makes with its neighbours. With merges in learning order this is GPT-2's own loop (merge
+    every occurrence of the best pair, then look again); with a hand-edited file whose merges
+    are out of that order it still gives ``tokenizers``' (and ``GPT2Tokenizer``'s) tokens.
 
     Args:
         symbols: the word's symbols (str; ``None`` for an unknown one, which never merges).
@@ -78,20 +111,34 @@ def apply_merges(symbols, ranks) -> list:
         the word's tokens, a list of str (and ``None``).
     """
     symbols = list(symbols)
-    while len(symbols) > 1:
-        best = min(zip(symbols, symbols[1:]), key=lambda pair: ranks.get(pair, float("inf")))
-        if best not in ranks:
-            break
-        merged, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                merged.append(best[0] + best[1])
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
-    return symbols
+    n = len(symbols)
+    following = list(range(1, n)) + [-1]
+    previous = list(range(-1, n - 1))
+    queue = [(ranks[pair], i, pair[0] + pair[1])
+             for i, pair in enumerate(zip(symbols, symbols[1:])) if pair in ranks]
+    heapq.heapify(queue)
+    while queue:
+        _, i, new = heapq.heappop(queue)
+        j = following[i]
+        if symbols[i] is None or j < 0:
+            continue
+        pair = (symbols[i], symbols[j])
+        if pair not in ranks or pair[0] + pair[1] != new:  # an outdated entry
+            continue
+        symbols[i], symbols[j] = new, None
+        following[i] = following[j]
+        if following[j] >= 0:
+            previous[following[j]] = i
+        for left in (previous[i], i):
+            right = following[left] if left >= 0 else -1
+            if right >= 0 and (symbols[left], symbols[right]) in ranks:
+                pair = (symbols[left], symbols[right])
+                heapq.heappush(queue, (ranks[pair], left, pair[0] + pair[1]))
+    out, i = [], 0
+    while 0 <= i < n:
+        out.append(symbols[i])
+        i = following[i]
+    return out
 
 
 def _merge_word(word, a, b, new) -> tuple:
@@ -105,6 +152,53 @@ def _merge_word(word, a, b, new) -> tuple:
             out.append(word[i])
             i += 1
     return tuple(out)
+
+
+def _initial_words(word_counts, special_tokens, initial_alphabet, end_of_word_suffix) -> tuple:
+    """``(tokens, ids, words, counts)`` before any merge: the special tokens, the alphabet (and
+    its word-final symbols) in code-point order, each word as a tuple of symbol ids."""
+    tokens, ids = [], {}
+    for token in [*special_tokens, *sorted(set(initial_alphabet).union(*word_counts))]:
+        if token not in ids:
+            ids[token] = len(tokens)
+            tokens.append(token)
+    if end_of_word_suffix:
+        for char in sorted({word[-1] for word in word_counts if word}):
+            if char + end_of_word_suffix not in ids:
+                ids[char + end_of_word_suffix] = len(tokens)
+                tokens.append(char + end_of_word_suffix)
+    words, counts = [], []
+    for word, count in word_counts.items():
+        if not word:
+            continue
+        symbols = list(word)
+        if end_of_word_suffix:
+            symbols[-1] += end_of_word_suffix
+        words.append(tuple(ids[s] for s in symbols))
+        counts.append(count)
+    return tokens, ids, words, counts
+
+
+def _merge_everywhere(pair, new, words, counts, pair_counts, where) -> set:
+    """Replace ``pair`` by ``new`` in every word that holds it, updating the pair counts and
+    ``where`` in place; return the pairs whose count grew."""
+    a, b = pair
+    grown = set()
+    for w in where.pop(pair):
+        old = words[w]
+        merged = _merge_word(old, a, b, new)
+        if merged == old:
+            continue
+        n = counts[w]
+        for p in zip(old, old[1:]):
+            pair_counts[p] -= n
+        for p in zip(merged, merged[1:]):
+            pair_counts[p] += n
+            where.setdefault(p, set()).add(w)
+            grown.add(p)
+        words[w] = merged
+    pair_counts.pop(pair, None)
+    return grown
 
 
 def learn_merges(word_counts, vocab_size, *, min_frequency=2, special_tokens=(), initial_alphabet=(),
@@ -125,7 +219,10 @@ def learn_merges(word_counts, vocab_size, *, min_frequency=2, special_tokens=(),
         ``(left, right)`` string pairs, earliest (highest priority) first.
     """
     _check_vocab_size(vocab_size, min_frequency)
-    tokens, ids = [], {}
+    special_tokens = check_special_tokens(special_tokens)
+    check_token_option(end_of_word_suffix, "end_of_word_suffix")
+    tokens, ids, words, counts = _initial_words(word_counts, special_tokens, initial_alphabet,
+                                                end_of_word_suffix)
 
     def add(token):
         if token not in ids:
@@ -133,25 +230,6 @@ def learn_merges(word_counts, vocab_size, *, min_frequency=2, special_tokens=(),
             tokens.append(token)
         return ids[token]
 
-    for token in special_tokens:
-        add(token)
-    alphabet = set(initial_alphabet)
-    for word in word_counts:
-        alphabet.update(word)
-    for char in sorted(alphabet):
-        add(char)
-    if end_of_word_suffix:
-        for char in sorted({word[-1] for word in word_counts if word}):
-            add(char + end_of_word_suffix)
-    words, counts = [], []
-    for word, count in word_counts.items():
-        if not word:
-            continue
-        symbols = list(word)
-        if end_of_word_suffix:
-            symbols[-1] += end_of_word_suffix
-        words.append(tuple(ids[s] for s in symbols))
-        counts.append(count)
     pair_counts, where = Counter(), {}
     for w, word in enumerate(words):
         for pair in zip(word, word[1:]):
@@ -172,21 +250,7 @@ def learn_merges(word_counts, vocab_size, *, min_frequency=2, special_tokens=(),
         a, b = pair
         new = add(tokens[a] + tokens[b])
         merges.append((tokens[a], tokens[b]))
-        grown = set()
-        for w in where.pop(pair):
-            old = words[w]
-            merged = _merge_word(old, a, b, new)
-            if merged == old:
-                continue
-            n = counts[w]
-            for p in zip(old, old[1:]):
-                pair_counts[p] -= n
-            for p in zip(merged, merged[1:]):
-                pair_counts[p] += n
-                where.setdefault(p, set()).add(w)
-                grown.add(p)
-            words[w] = merged
-        pair_counts.pop(pair, None)
+        grown = _merge_everywhere(pair, new, words, counts, pair_counts, where)
         for p in grown:
             if pair_counts[p] > 0:
                 heapq.heappush(heap, (-pair_counts[p], p))
@@ -194,10 +258,12 @@ def learn_merges(word_counts, vocab_size, *, min_frequency=2, special_tokens=(),
 
 
 def _word_counts(texts, pre_tokenizer) -> Counter:
+    """The words of ``texts`` and their counts; errors name ``texts`` (or ``texts[i]``)."""
     check_texts(texts)
-    counts = Counter()
-    for i, text in enumerate(texts):
-        counts.update(pre_tokenizer(check_text(text, f"texts[{i}]")))
+    counts, seen = Counter(), 0
+    for seen, text in enumerate(texts, start=1):
+        counts.update(pre_tokenizer(check_text(text, f"texts[{seen - 1}]")))
+    check_corpus(counts, seen)
     return counts
 
 
@@ -218,11 +284,16 @@ def train_bpe(texts, vocab_size, *, min_frequency=2, unk_token="<unk>", special_
         the trained :class:`BPE`.
 
     Raises:
-        TypeError: a text is not a str.
-        ValueError: ``vocab_size`` is not a positive int or ``min_frequency`` a negative one.
+        TypeError: ``texts`` is not an iterable of str (one str, ``None``), ``special_tokens``
+            is one str or holds a non-str, ``unk_token`` or ``end_of_word_suffix`` is not a str
+            (or ``None``).
+        ValueError: ``vocab_size`` is not a positive int or ``min_frequency`` a negative one;
+            the texts hold no word (an empty or blank corpus).
     """
     _check_vocab_size(vocab_size, min_frequency)
-    specials = ([unk_token] if unk_token is not None else []) + list(special_tokens)
+    check_token_option(unk_token, "unk_token")
+    check_token_option(end_of_word_suffix, "end_of_word_suffix")
+    specials = ([unk_token] if unk_token is not None else []) + check_special_tokens(special_tokens)
     tokens, merges = learn_merges(_word_counts(texts, pre_tokenize), vocab_size, min_frequency=min_frequency,
                                   special_tokens=specials, end_of_word_suffix=end_of_word_suffix)
     return BPE({t: i for i, t in enumerate(tokens)}, merges, unk_token=unk_token,
@@ -250,6 +321,8 @@ class BPE:
     """
 
     def __init__(self, vocab, merges, *, unk_token="<unk>", end_of_word_suffix="</w>"):
+        check_token_option(unk_token, "unk_token")
+        check_token_option(end_of_word_suffix, "end_of_word_suffix")
         vocab = check_vocab(vocab, "vocab")
         merges = check_merges(merges, vocab, "merges")
         if unk_token is not None and unk_token not in vocab:
@@ -290,7 +363,10 @@ class BPE:
         symbols = list(word)
         if self.end_of_word_suffix:
             symbols[-1] += self.end_of_word_suffix
-        symbols = apply_merges([s if s in self._vocab else None for s in symbols], self._ranks)
+        symbols = [s if s in self._vocab else None for s in symbols]
+        if self.unk_token is None:  # tokenizers drops an unknown character before merging
+            symbols = [s for s in symbols if s is not None]
+        symbols = apply_merges(symbols, self._ranks)
         if len(self._cache) < 100_000:
             self._cache[word] = symbols
         return symbols

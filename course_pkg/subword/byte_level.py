@@ -11,7 +11,15 @@ words by ``GPT2_PATTERN`` (a word keeps the space before it: ``" world"`` -> ``Ä
     tok.decode(tok.encode(text)) == text                          # for every str
 
 Tested equal to ``transformers.GPT2Tokenizer`` and to ``tokenizers``' ``models.BPE`` with
-``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and ``decoders.ByteLevel()``.
+``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and ``decoders.ByteLevel()``; a merges
+file out of learning order gives their ids too (``tokenizers``' merge loop: transformers 4's
+pure-Python ``GPT2Tokenizer``, with GPT-2's own loop, differs from its fast twin on such a file).
+
+Refused, each error naming the argument: ``merges=None``, a vocabulary without every byte
+symbol, ``special_tokens`` given as one str or holding a non-str or a token missing from the
+vocabulary; :func:`train_byte_level_bpe` also refuses ``texts`` that are not an iterable of
+str and an empty or blank corpus (only whitespace: ``ValueError``); ``decode`` refuses what
+is not one sequence of int ids (bytes, bytearray, ``None``, one int, a 2-D array).
 """
 
 from __future__ import annotations
@@ -21,8 +29,8 @@ from collections import Counter
 
 import regex
 
-from .bpe import apply_merges, learn_merges
-from .checks import check_text, check_texts, ids_to_tokens
+from .bpe import apply_merges, check_corpus, learn_merges
+from .checks import check_special_tokens, check_text, check_texts, ids_to_tokens
 from .vocab_files import (
     check_merges,
     check_vocab,
@@ -79,12 +87,8 @@ def _check_byte_alphabet(vocab, where) -> None:
 
 
 def _check_specials(special_tokens, vocab, where) -> list:
-    if isinstance(special_tokens, str):
-        raise TypeError(f"special_tokens must be a list of str, got the str {special_tokens!r}")
-    specials = list(special_tokens)
+    specials = check_special_tokens(special_tokens)
     for token in specials:
-        if not isinstance(token, str) or not token:
-            raise TypeError(f"special_tokens must hold non-empty str, got {token!r}")
         if token not in vocab:
             raise ValueError(f"the special token {token!r} is not in {where}")
     return specials
@@ -238,16 +242,22 @@ def train_byte_level_bpe(texts, vocab_size, *, min_frequency=2,
         the trained :class:`ByteLevelBPE`.
 
     Raises:
-        TypeError: a text is not a str.
-        ValueError: ``vocab_size`` is not a positive int.
+        TypeError: ``texts`` is not an iterable of str (one str, ``None``); ``special_tokens``
+            is one str (``"<pad>"``: write ``["<pad>"]``) or holds a non-str.
+        ValueError: ``vocab_size`` is not a positive int; the texts are empty or blank
+            (only whitespace: nothing to learn from).
     """
     for name, value, low in (("vocab_size", vocab_size, 1), ("min_frequency", min_frequency, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    specials = check_special_tokens(special_tokens)
     check_texts(texts)
-    counts = Counter()
-    for i, text in enumerate(texts):
-        counts.update(_to_symbols(word) for word in GPT2_PATTERN.findall(check_text(text, f"texts[{i}]")))
+    counts, seen, blank = Counter(), 0, True
+    for seen, text in enumerate(texts, start=1):
+        text = check_text(text, f"texts[{seen - 1}]")
+        blank = blank and not text.strip()
+        counts.update(_to_symbols(word) for word in GPT2_PATTERN.findall(text))
+    check_corpus({} if blank else counts, seen)
     tokens, merges = learn_merges(counts, vocab_size, min_frequency=min_frequency,
-                                  special_tokens=list(special_tokens), initial_alphabet=_CHAR_TO_BYTE)
-    return ByteLevelBPE({t: i for i, t in enumerate(tokens)}, merges, special_tokens=list(special_tokens))
+                                  special_tokens=specials, initial_alphabet=_CHAR_TO_BYTE)
+    return ByteLevelBPE({t: i for i, t in enumerate(tokens)}, merges, special_tokens=specials)

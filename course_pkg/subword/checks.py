@@ -1,8 +1,16 @@
-"""The subword tokenizers' checks of their arguments: text must be a str, ids ints in range."""
+"""The subword tokenizers' checks of their arguments: text must be a str, ids ints in range, flags bools.
+
+Each check raises an error that names the argument, what was expected and what came, before
+anything is computed or kept.
+"""
 
 from __future__ import annotations
 
-__all__ = ["check_text", "check_texts", "ids_to_tokens"]
+import operator
+
+__all__ = ["check_flag", "check_special_tokens", "check_text", "check_texts", "ids_to_tokens"]
+
+_NOT_GIVEN = object()
 
 
 def check_text(text, name="text") -> str:
@@ -16,21 +24,87 @@ def check_text(text, name="text") -> str:
 
 
 def check_texts(texts) -> None:
-    """Raise ``TypeError`` if ``texts`` is one str (or bytes) instead of an iterable of them."""
+    """Raise ``TypeError`` unless ``texts`` is an iterable of texts (one str, bytes or ``None`` is not).
+
+    Nothing is read from ``texts`` (a generator stays whole).
+    """
     if isinstance(texts, (str, bytes, bytearray)):
         raise TypeError("texts must be an iterable of str (a list of sentences), "
                         f"got one {type(texts).__name__}")
+    try:
+        iter(texts)
+    except TypeError:
+        raise TypeError("texts must be an iterable of str (a list of sentences), "
+                        f"got {type(texts).__name__}") from None
+
+
+def check_flag(value, name, *, none=_NOT_GIVEN) -> bool:
+    """Return ``value`` if it is a bool (``none`` for ``None`` when ``none`` is given); else ``TypeError``.
+
+    A str is refused, never read as a truth value: ``"false"`` is a non-empty str, so Python
+    would read it as true.
+    """
+    if value is None and none is not _NOT_GIVEN:
+        return none
+    if isinstance(value, bool):
+        return value
+    allowed = "True, False or None" if none is not _NOT_GIVEN else "True or False"
+    hint = " (a str is not read as a flag: pass True or False)" if isinstance(value, str) else ""
+    raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r:.40}{hint}")
+
+
+def check_special_tokens(tokens, name="special_tokens") -> list:
+    """Return ``tokens`` as a list of non-empty str; ``TypeError`` naming ``name[i]`` otherwise.
+
+    One str (``"<pad>"``) is refused rather than read as its characters.
+    """
+    if isinstance(tokens, str):
+        raise TypeError(f"{name} must be a list of str, got the str {tokens!r:.40}; write [{tokens!r:.40}]")
+    if isinstance(tokens, (bytes, bytearray)) or tokens is None:
+        raise TypeError(f"{name} must be a list of str, got {type(tokens).__name__}")
+    try:
+        tokens = list(tokens)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of str, got {type(tokens).__name__}") from None
+    for i, token in enumerate(tokens):
+        if not isinstance(token, str) or not token:
+            raise TypeError(f"{name}[{i}] must be a non-empty str, got {type(token).__name__} {token!r:.40}")
+    return tokens
+
+
+def _check_ids_argument(ids) -> None:
+    """``TypeError``/``ValueError`` naming ``ids`` unless it is one sequence (not a str, an int, 2-D...)."""
+    expected = "ids must be a list of int token ids"
+    if isinstance(ids, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"{expected}, got {type(ids).__name__}; "
+                        "encode(text) gives ids, decode(ids) gives text")
+    ndim = getattr(ids, "ndim", None)
+    if isinstance(ids, int) or ndim == 0:
+        try:
+            shown = str(operator.index(ids))
+        except TypeError:
+            shown = repr(ids)
+        raise TypeError(f"{expected}, got one {type(ids).__name__} {shown:.40}; pass a list: [{shown:.40}]")
+    if ndim is not None and ndim != 1:
+        shape = tuple(getattr(ids, "shape", ()))
+        raise ValueError(f"{expected} (1-D), got a {ndim}-D {type(ids).__name__} of shape {shape}; "
+                         "decode each row (a batch from generate: [decode(row) for row in ids])")
+    try:
+        iter(ids)
+    except TypeError:
+        raise TypeError(f"{expected}, got {type(ids).__name__}") from None
 
 
 def ids_to_tokens(ids, tokens) -> list:
-    """``[tokens[i] for i in ids]``; ``TypeError`` for a str or a non-int, ``ValueError`` out of range."""
-    if isinstance(ids, (str, bytes)):
-        raise TypeError(f"ids must be a list of int token ids, got {type(ids).__name__}; "
-                        "encode(text) gives ids, decode(ids) gives text")
+    """``[tokens[i] for i in ids]``; ``TypeError`` for a str, one int or a non-int, ``ValueError`` out of
+    range or for a 2-D array."""
+    _check_ids_argument(ids)
     out = []
     for position, index in enumerate(ids):
         if isinstance(index, bool) or not hasattr(index, "__index__"):
-            raise TypeError(f"ids[{position}] must be an int, got {index!r:.40}")
+            nested = isinstance(index, (list, tuple)) or getattr(index, "ndim", 0) >= 1
+            row = " (ids must be one sequence: decode each row)" if nested else ""
+            raise TypeError(f"ids[{position}] must be an int, got {index!r:.40}{row}")
         index = index.__index__()
         if not 0 <= index < len(tokens):
             raise ValueError(f"ids[{position}] = {index} is outside the vocabulary: expected "

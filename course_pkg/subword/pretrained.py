@@ -10,9 +10,17 @@ course reads the vocabulary files, never ``tokenizer.json``:
 ``tokenizer_config.json``, when present, gives BERT's ``do_lower_case`` and ``strip_accents``
 and both models' special tokens (``unk_token``, ``cls_token``..., ``added_tokens_decoder``);
 without it the defaults of ``transformers``' ``GPT2Tokenizer`` and ``BertTokenizer`` hold
-(BERT lowercases). Settings the course's tokenizers do not have (GPT-2's
-``add_prefix_space: true``, BERT's ``tokenize_chinese_chars: false``) are refused, never
-ignored::
+(BERT lowercases). ``additional_special_tokens`` (transformers 4) and ``extra_special_tokens``
+(5; a list, or an object {name: token}) are honoured: found whole in a text, as
+``AutoTokenizer`` finds them; one outside the vocabulary is refused (``transformers`` would give
+it a new id), and so are the two keys naming different tokens. Settings the course's tokenizers
+do not have (GPT-2's ``add_prefix_space: true``, ``add_bos_token: true`` and
+``add_eos_token: true``, BERT's ``tokenize_chinese_chars: false``) are refused
+(``ValueError`` naming the key), never ignored. BERT's ``add_bos_token``, ``add_eos_token``,
+``do_basic_tokenize`` and ``never_split`` are ignored, as ``AutoTokenizer`` (the ``tokenizers``
+one) ignores them. Not checked: ``tokenizer_class`` (a directory naming another class gets
+that class from ``AutoTokenizer``) and a ``tokenizer.json`` that disagrees with the vocabulary
+files::
 
     from huggingface_hub import snapshot_download
 
@@ -116,6 +124,7 @@ def _special_tokens(config, defaults, vocab, path, vocab_path) -> list:
     for index, entry in added.items():
         key = f"added_tokens_decoder[{index!r}]"
         named.append((key, _token({key: entry}, key, path), True))
+    named.extend(_extra_special_tokens(config, path))
     specials = []
     for key, token, given in named:
         if token is None or token in specials:
@@ -126,6 +135,30 @@ def _special_tokens(config, defaults, vocab, path, vocab_path) -> list:
             continue
         specials.append(token)
     return specials
+
+
+def _extra_special_tokens(config, path) -> list:
+    """``(key, token, True)`` for each token of ``additional_special_tokens`` (transformers 4) and
+    ``extra_special_tokens`` (5: a list, or an object {name: token}); both found whole in a text."""
+    found = {}
+    for name in ("additional_special_tokens", "extra_special_tokens"):
+        value = config.get(name)
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            entries = list(value.items())
+        elif isinstance(value, list):
+            entries = list(enumerate(value))
+        else:
+            raise ValueError(f"{path}: {name} must be a list of tokens or an object {{name: token}}, "
+                             f"got {type(value).__name__} {value!r:.60}")
+        found[name] = [(f"{name}[{k!r}]", _token({f"{name}[{k!r}]": e}, f"{name}[{k!r}]", path), True)
+                       for k, e in entries]
+    if len(found) == 2 and ({t for _, t, _ in found["additional_special_tokens"]}
+                            != {t for _, t, _ in found["extra_special_tokens"]}):
+        raise ValueError(f"{path}: additional_special_tokens and extra_special_tokens name different "
+                         "tokens (transformers 5 reads only the second): keep one of them")
+    return [entry for entries in found.values() for entry in entries]
 
 
 def _bool(config, key, default, path):
@@ -161,6 +194,10 @@ def gpt2_tokenizer(directory, *, special_tokens=None) -> ByteLevelBPE:
     if _bool(config, "add_prefix_space", False, path):
         raise ValueError(f"{path}: add_prefix_space is true; the course's ByteLevelBPE does not add "
                          "a space before the text (GPT-2's own setting is false)")
+    for key in ("add_bos_token", "add_eos_token"):
+        if _bool(config, key, False, path):
+            raise ValueError(f"{path}: {key} is true; the course's ByteLevelBPE adds no token around the "
+                             "ids (GPT-2's own setting is false): add it yourself, or set it false")
     if special_tokens is None and config:
         vocab = read_vocab_json(vocab_file)
         special_tokens = _special_tokens(config, _GPT2_SPECIALS, vocab, path, vocab_file)

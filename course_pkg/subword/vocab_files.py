@@ -69,9 +69,10 @@ def check_vocab(vocab, where="vocab") -> dict:
         raise TypeError(f"{where} must be a dict mapping tokens to ids, got {type(vocab).__name__}")
     if not vocab:
         raise ValueError(f"{where} is empty")
-    bad = next((t for t in vocab if not isinstance(t, str) or not t), None)
-    if bad is not None:
-        raise ValueError(f"{where}: every token must be a non-empty str, got {bad!r}")
+    bad = [t for t in vocab if not isinstance(t, str) or not t]
+    if bad:
+        raise ValueError(f"{where}: every token must be a non-empty str, got {type(bad[0]).__name__} "
+                         f"{bad[0]!r:.40}")
     _check_ids(where, vocab)
     return dict(vocab)
 
@@ -88,8 +89,9 @@ def check_merges(merges, vocab, where="merges") -> list:
     """Return ``merges`` as a list of ``(left, right)`` str pairs; ``ValueError`` naming
     ``where[i]`` for a merge that is not two strings, repeats an earlier one, or has a part or
     result outside ``vocab``."""
-    if isinstance(merges, (str, bytes)):
-        raise TypeError(f"{where} must be a list of (left, right) pairs, got {type(merges).__name__}")
+    if merges is None or isinstance(merges, (str, bytes, bytearray, dict)) or not hasattr(merges, "__iter__"):
+        raise TypeError(f"{where} must be a list of (left, right) pairs (merges.txt's, highest priority "
+                        f"first; [] for none), got {type(merges).__name__}")
     out, seen = [], {}
     for i, merge in enumerate(merges):
         if isinstance(merge, str) and merge.count(" ") == 1:

@@ -21,6 +21,26 @@ Two rules differ from the pure-Python ``BertTokenizerLegacy`` of transformers, a
 follows the Rust one: lowercasing is character by character (a Greek word-final ``Σ`` gives
 ``σ``, where ``str.lower`` gives ``ς``), and the text is not NFC-normalised first (a cased
 model meets ``e`` + U+0301 as two characters, not as ``é``).
+
+Unicode: which characters are controls (dropped), punctuation (split off) and accents (stripped)
+comes from :mod:`~course_pkg.subword.bert_unicode`, ``tokenizers``' own tables, not from this
+Python's ``unicodedata``: a character unassigned in Python's tables (an emoji newer than them,
+the noncharacters U+FDD0 and U+FFFF) is kept, as a word piece or ``[UNK]``, never dropped.
+Knowingly different: a letter whose case is newer than this Python's tables is lowercased by
+``tokenizers`` (Rust's newer tables) and not here (55 code points on Python 3.11, none of them
+in use before Unicode 15); U+11938 with ``strip_accents`` (Python and Rust decompose it apart).
+
+Special tokens are found whole in a text whatever their brackets (``[MASK]``, ``<mask>``,
+``<|endoftext|>``), longest first, before the text is normalised (as ``BertTokenizer`` finds its
+special tokens).
+
+Refused (``TypeError`` naming the argument): a vocabulary that is not a list of tokens
+(``None``, a str, a dict), ``lowercase`` or ``strip_accents`` that is not a bool (``"false"``
+is a non-empty str: it would read as true), a special token that is not a non-empty str;
+``ValueError``: a blank or repeated token, a special token missing from the vocabulary.
+:meth:`WordPiece.decode` refuses what is not one sequence of int ids: a str, bytes or
+bytearray, ``None``, one int (write ``[id]``; ``transformers`` accepts it), a 2-D array
+(decode each row).
 """
 
 from __future__ import annotations
@@ -28,7 +48,10 @@ from __future__ import annotations
 import os
 import unicodedata
 
-from .checks import check_text, ids_to_tokens
+import regex
+
+from .bert_unicode import is_bert_control, is_bert_punctuation, is_nonspacing_mark
+from .checks import check_flag, check_special_tokens, check_text, ids_to_tokens
 from .vocab_files import read_vocab_txt, write_vocab_txt
 
 __all__ = ["SPECIAL_TOKENS", "WordPiece", "bert_pre_tokenize"]
@@ -36,9 +59,10 @@ __all__ = ["SPECIAL_TOKENS", "WordPiece", "bert_pre_tokenize"]
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 """BERT's special tokens: found whole in a text, never split or lowercased."""
 
-# The CJK ideograph blocks that BERT writes as one word each (not Hangul, Hiragana or Katakana).
+# The CJK ideograph blocks that BERT writes as one word each (not Hangul, Hiragana or Katakana), as
+# tokenizers has them: from U+2B920, not U+2B820 as in BERT's own Python (256 ideographs apart).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+               (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
 # transformers' clean-up of decoded text, applied to each token with the space before it.
@@ -50,35 +74,21 @@ def _is_cjk(code) -> bool:
     return any(low <= code <= high for low, high in _CJK_RANGES)
 
 
-def _is_control(char) -> bool:
-    """Controls, formats (the zero-width joiner...), private-use characters, not tabs or newlines."""
-    return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
-
-
-def _is_punctuation(char) -> bool:
-    """BERT's punctuation: every ASCII non-alphanumeric printable character, and Unicode's P* categories."""
-    code = ord(char)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
 def _normalize(text, lowercase, strip_accents) -> str:
     """``BertNormalizer``: clean controls and whitespace, space CJK ideographs, strip accents, lowercase."""
     out = []
     for char in text:
-        code = ord(char)
-        if code == 0 or code == 0xFFFD or _is_control(char):
+        if is_bert_control(char):  # U+0000 and U+FFFD too; never an unassigned character
             continue
         if char.isspace():
             out.append(" ")
-        elif _is_cjk(code):
+        elif _is_cjk(ord(char)):
             out.append(f" {char} ")
         else:
             out.append(char)
     text = "".join(out)
     if strip_accents:
-        text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+        text = "".join(c for c in unicodedata.normalize("NFD", text) if not is_nonspacing_mark(c))
     if lowercase:
         text = "".join(c.lower() for c in text)  # character by character, like Rust's to_lowercase
     return text
@@ -96,13 +106,13 @@ def bert_pre_tokenize(text, lowercase=True, strip_accents=None) -> list:
         list of words (str).
     """
     check_text(text)
-    if strip_accents is None:
-        strip_accents = lowercase
+    lowercase = check_flag(lowercase, "lowercase")
+    strip_accents = check_flag(strip_accents, "strip_accents", none=lowercase)
     words = []
     for chunk in _normalize(text, lowercase, strip_accents).split():
         start = 0
         for i, char in enumerate(chunk):
-            if _is_punctuation(char):
+            if is_bert_punctuation(char):
                 if i > start:
                     words.append(chunk[start:i])
                 words.append(char)
@@ -110,6 +120,22 @@ def bert_pre_tokenize(text, lowercase=True, strip_accents=None) -> list:
         if start < len(chunk):
             words.append(chunk[start:])
     return words
+
+
+def _check_token_list(vocab, where) -> tuple:
+    """``(tokens, ids)`` of a vocabulary given as a list of tokens in id order; errors name ``where``."""
+    if vocab is None or isinstance(vocab, (str, bytes, bytearray, dict)) or not hasattr(vocab, "__iter__"):
+        hint = "; load a file with WordPiece.from_file(path)" if isinstance(vocab, str) else ""
+        raise TypeError(f"{where} must be a list of tokens in id order, got {type(vocab).__name__}{hint}")
+    tokens = list(vocab)
+    ids = {}
+    for i, token in enumerate(tokens):
+        if not isinstance(token, str) or not token.strip():
+            raise ValueError(f"{where}[{i}] must be a non-blank str, got {token!r}")
+        if token in ids:
+            raise ValueError(f"{where}[{i}] = {token!r} repeats {where}[{ids[token]}]")
+        ids[token] = i
+    return tokens, ids
 
 
 class WordPiece:
@@ -136,21 +162,13 @@ class WordPiece:
 
     def _load(self, vocab, where, lowercase, strip_accents, special_tokens, unk_token, cls_token,
               sep_token, max_input_chars_per_word) -> None:
-        if isinstance(vocab, (str, bytes, dict)):
-            hint = "; load a file with WordPiece.from_file(path)" if isinstance(vocab, str) else ""
-            raise TypeError(f"{where} must be a list of tokens in id order, got {type(vocab).__name__}{hint}")
-        tokens = list(vocab)
-        ids = {}
-        for i, token in enumerate(tokens):
-            if not isinstance(token, str) or not token.strip():
-                raise ValueError(f"{where}[{i}] must be a non-blank str, got {token!r}")
-            if token in ids:
-                raise ValueError(f"{where}[{i}] = {token!r} repeats {where}[{ids[token]}]")
-            ids[token] = i
-        if isinstance(special_tokens, str):
-            raise TypeError(f"special_tokens must be a list of str, got the str {special_tokens!r}")
-        specials = list(special_tokens)
+        tokens, ids = _check_token_list(vocab, where)
+        lowercase = check_flag(lowercase, "lowercase")
+        strip_accents = check_flag(strip_accents, "strip_accents", none=lowercase)
+        specials = check_special_tokens(special_tokens)
         for name, token in (("unk_token", unk_token), ("cls_token", cls_token), ("sep_token", sep_token)):
+            if not isinstance(token, str) or not token:
+                raise TypeError(f"{name} must be a non-empty str, got {type(token).__name__} {token!r:.40}")
             if token not in specials:
                 specials.append(token)
         for token in specials:
@@ -162,9 +180,10 @@ class WordPiece:
                              f"got {max_input_chars_per_word!r}")
         # everything is checked: now assign
         self._tokens, self._ids = tokens, ids
-        self.lowercase = bool(lowercase)
-        self.strip_accents = self.lowercase if strip_accents is None else bool(strip_accents)
+        self.lowercase, self.strip_accents = lowercase, strip_accents
         self.special_tokens = specials
+        longest_first = sorted(specials, key=len, reverse=True)
+        self._special_re = regex.compile("|".join(map(regex.escape, longest_first)))
         self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
         self.max_input_chars_per_word = max_input_chars_per_word
 
@@ -227,17 +246,13 @@ class WordPiece:
         return out
 
     def _split_specials(self, text):
-        start, i = 0, 0
-        specials = sorted(self.special_tokens, key=len, reverse=True)
-        while i < len(text):
-            if text[i] == "[":
-                match = next((t for t in specials if text.startswith(t, i)), None)
-                if match is not None:
-                    yield text[start:i], False
-                    yield match, True
-                    i = start = i + len(match)
-                    continue
-            i += 1
+        """``(piece, is_special)``: the stretches of ``text`` between special tokens, and those
+        (found whole, longest first, whatever their brackets: ``[MASK]``, ``<mask>``...)."""
+        start = 0
+        for match in self._special_re.finditer(text):
+            yield text[start:match.start()], False
+            yield match.group(), True
+            start = match.end()
         yield text[start:], False
 
     def encode(self, text, add_special_tokens=True) -> list:
