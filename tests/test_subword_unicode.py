@@ -1,6 +1,10 @@
 """Issue 37's parity cases: the course's tokenizers give Hugging Face's ids on the texts and files
 where they used not to (unassigned code points and noncharacters, special tokens in any brackets,
-merges listed out of learning order, an unknown character with no unknown token), offline."""
+merges listed out of learning order, an unknown character with no unknown token), offline.
+
+The reference is the ``tokenizers``-backed class in both versions: ``BertTokenizerFast`` and
+``GPT2TokenizerFast`` (in transformers 5 the same classes as ``BertTokenizer``/``GPT2Tokenizer``;
+transformers 4's slow ``BertTokenizer`` drops unassigned code points instead of giving ``[UNK]``)."""
 
 import random
 import unicodedata
@@ -43,7 +47,7 @@ def bert_files(tmp_path_factory):
 def test_unassigned_code_points_and_noncharacters_give_unk_as_in_bert_tokenizer(bert_files, lowercase):
     assert all(unicodedata.category(c) == "Cn" for c in UNASSIGNED[1:])  # in this Python's tables
     ours = WordPiece.from_file(bert_files, lowercase=lowercase)
-    hf = transformers.BertTokenizer(str(bert_files), do_lower_case=lowercase)
+    hf = transformers.BertTokenizerFast(str(bert_files), do_lower_case=lowercase)
     for text in UNICODE_TEXTS + [f"a {c} b" for c in UNASSIGNED]:
         assert ours.encode(text) == hf(text)["input_ids"], ascii(text)
         assert ours.tokenize(text) == hf.tokenize(text), ascii(text)
@@ -91,7 +95,7 @@ def test_the_tables_agree_with_tokenizers_at_every_range_edge():
 @pytest.mark.parametrize("special", ["<mask>", "[MASK]", "<|endoftext|>"])
 def test_special_tokens_in_every_bracket_style_stay_whole_as_in_bert_tokenizer(bert_files, special):
     ours = WordPiece.from_file(bert_files, special_tokens=SPECIALS + [special])
-    hf = transformers.BertTokenizer(str(bert_files), additional_special_tokens=[special])
+    hf = transformers.BertTokenizerFast(str(bert_files), additional_special_tokens=[special])
     for text in [f"the {special} sat", f"{special}{special}x", f"a{special}b", "<mask> [MASK] <|endoftext|>"]:
         assert ours.encode(text) == hf(text)["input_ids"], text
         assert ours.tokenize(text) == hf.tokenize(text), text
