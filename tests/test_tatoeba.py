@@ -12,6 +12,7 @@ import zipfile
 
 import pytest
 
+from course_pkg.common.files import cache_folder
 from course_pkg.data import tatoeba
 
 LINES = [
@@ -105,9 +106,14 @@ def test_offline_is_an_oserror_that_a_cell_can_skip_on(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_default_folder_follows_the_package_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("COURSE_PKG_CACHE_DIR", str(tmp_path))
-    assert tatoeba.default_folder() == tmp_path
+def test_the_default_folder_is_the_package_cache(monkeypatch, tmp_path):
+    source = write_zip(tmp_path / "fra-eng.zip")
+    sha1 = hashlib.sha1(source.read_bytes()).hexdigest()
+    monkeypatch.setenv("COURSE_PKG_CACHE_DIR", str(tmp_path / "cache"))
+    assert tatoeba.download(url=source.as_uri(), sha1=sha1) == tmp_path / "cache" / "fra-eng.zip"
     monkeypatch.delenv("COURSE_PKG_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert tatoeba.default_folder() == tmp_path / "xdg" / "course_pkg"
+    assert cache_folder() == tmp_path / "xdg" / "course_pkg"
+    monkeypatch.setenv("COURSE_PKG_CACHE_DIR", "")  # the disk cache disabled: a temporary folder
+    got = tatoeba.download(url=source.as_uri(), sha1=sha1)
+    assert got.read_bytes() == source.read_bytes() and tmp_path not in got.parents

@@ -455,11 +455,23 @@ def check_epsilon(eps, name="layer_norm_eps") -> float:
     return float(eps)
 
 
-def check_flag(name, value) -> bool:
-    """Raise ``TypeError`` unless ``value`` is a bool (``norm_first``, ``cross_attention``)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
+_NOT_GIVEN = object()
+
+
+def check_flag(name, value, *, none=_NOT_GIVEN) -> bool:
+    """Return ``value`` if it is a bool (``norm_first``, ``cross_attention``, a tokenizer's
+    ``lowercase``), or ``none`` for ``None`` when ``none`` is given; else ``TypeError``.
+
+    A str is refused, never read as a truth value: ``"false"`` is a non-empty str, so Python
+    would read it as true.
+    """
+    if value is None and none is not _NOT_GIVEN:
+        return none
+    if isinstance(value, bool):
+        return value
+    allowed = "True, False or None" if none is not _NOT_GIVEN else "True or False"
+    hint = " (a str is not read as a flag: pass True or False)" if isinstance(value, str) else ""
+    raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r:.40}{hint}")
 
 
 def check_top_p(p) -> float:

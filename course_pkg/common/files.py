@@ -8,6 +8,9 @@ target's folder, flushed and synced to disk, then renamed over the target with
 write (an exception, a full disk, ``KeyboardInterrupt``) removes the temporary
 file and leaves the previous file byte-identical; a reader always finds the old
 file or the new one, never half of one.
+
+:func:`cache_folder` says where the package keeps what it caches on disk (the words of
+``num2words``, a downloaded corpus).
 """
 
 from __future__ import annotations
@@ -17,7 +20,23 @@ import errno
 import os
 import secrets
 
-__all__ = ["atomic_open", "atomic_write", "make_folder", "sync_folder", "temporary_name", "write_error"]
+__all__ = ["atomic_open", "atomic_write", "cache_folder", "make_folder", "sync_folder", "temporary_name",
+           "write_error"]
+
+
+def cache_folder():
+    """The folder of the package's disk caches, a :class:`pathlib.Path`, or ``None`` if disabled.
+
+    ``$COURSE_PKG_CACHE_DIR`` chooses it (set but empty: no disk cache); the default is
+    ``$XDG_CACHE_HOME/course_pkg`` or ``~/.cache/course_pkg``.
+    """
+    from pathlib import Path
+
+    folder = os.environ.get("COURSE_PKG_CACHE_DIR")
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(base, "course_pkg")
+    return Path(folder) if folder else None
 
 
 def temporary_name(path) -> str:

@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
 from ..common.checks import check_count, check_language
-from ..common.files import atomic_write
+from ..common.files import atomic_write, cache_folder
 
 
 def _num2words():
@@ -39,18 +38,15 @@ _WORDS: dict = {}
 def _cache_file(lang) -> Optional[Path]:
     """Where the words of ``lang`` are cached on disk, or None if disabled.
 
-    ``$COURSE_PKG_CACHE_DIR`` chooses the folder (empty: no disk cache); the
-    default is ``$XDG_CACHE_HOME/course_pkg`` or ``~/.cache/course_pkg``.
+    The folder is :func:`~course_pkg.common.files.cache_folder` (``$COURSE_PKG_CACHE_DIR``, set
+    but empty: no disk cache; else ``$XDG_CACHE_HOME/course_pkg`` or ``~/.cache/course_pkg``).
     """
-    folder = os.environ.get("COURSE_PKG_CACHE_DIR")
+    folder = cache_folder()
     if folder is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        folder = os.path.join(base, "course_pkg")
-    if not folder:
         return None
     from importlib.metadata import version
 
-    return Path(folder) / f"num2words-{version('num2words')}-{lang}.json"
+    return folder / f"num2words-{version('num2words')}-{lang}.json"
 
 
 def _read_cache(path) -> dict:

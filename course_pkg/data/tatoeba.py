@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import os
 import re
+import tempfile
 import unicodedata
 import urllib.request
 import zipfile
 from pathlib import Path
 
-from ..common.files import make_folder, temporary_name
+from ..common.files import atomic_open, cache_folder
 
 URL = "https://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
 """Dive into Deep Learning's copy of the English-French pairs (a zip with ``fra.txt``)."""
@@ -40,16 +40,6 @@ SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
 SPACES = {"\u202f": " ", "\xa0": " "}
 """French typography's narrow and no-break spaces (before ``?``, ``!``, ``:``), read as spaces as
 in the everyday corpus."""
-
-
-def default_folder() -> Path:
-    """Where :func:`download` keeps the file: ``$COURSE_PKG_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/course_pkg``, else ``~/.cache/course_pkg``."""
-    folder = os.environ.get("COURSE_PKG_CACHE_DIR")
-    if folder:
-        return Path(folder)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "course_pkg"
 
 
 def sha1_of(path) -> str:
@@ -64,38 +54,35 @@ def sha1_of(path) -> str:
 def download(folder=None, url=URL, sha1=SHA1, timeout=60) -> Path:
     """The zip of Tatoeba's pairs on disk, downloaded once and checked against ``sha1``.
 
-    A file already in ``folder`` (default :func:`default_folder`) with the right checksum is used
-    as it is; one with another checksum is downloaded again. The download goes to a temporary file
-    beside the target, renamed only once its checksum is right: an interrupted or altered download
-    leaves nothing behind.
+    A file already in ``folder`` (default: the package's cache folder,
+    :func:`~course_pkg.common.files.cache_folder`; a temporary folder where that cache is
+    disabled) with the right checksum is used as it is; one with another checksum is downloaded
+    again. The download is written with :func:`~course_pkg.common.files.atomic_open`, which puts
+    it in place only once its checksum is right: an interrupted or altered download leaves the
+    folder as it was.
 
     Raises:
         OSError: no network, a server error, a connection lost in the middle (a
             ``ConnectionError``), a folder that cannot be written (``urllib``'s ``URLError`` is
             one): the caller can skip cleanly on it.
-        ValueError: the file downloaded has another SHA-1 than ``sha1`` (both named); it is deleted.
+        ValueError: the file downloaded has another SHA-1 than ``sha1`` (both named); nothing is kept.
     """
-    folder = Path(folder) if folder is not None else default_folder()
-    target = folder / url.rsplit("/", 1)[-1]
+    if folder is None:
+        folder = cache_folder() or Path(tempfile.mkdtemp(prefix="course_pkg-"))
+    target = Path(folder) / url.rsplit("/", 1)[-1]
     if target.is_file() and sha1_of(target) == sha1:
         return target
-    make_folder(folder)
-    partial = temporary_name(target)
+    digest = hashlib.sha1()
     try:
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
-                for block in iter(lambda: response.read(1 << 20), b""):
-                    out.write(block)
-        except http.client.HTTPException as error:  # e.g. IncompleteRead: not an OSError itself
-            raise ConnectionError(f"{url}: the download broke off ({type(error).__name__})") from error
-        found = sha1_of(partial)
-        if found != sha1:
-            raise ValueError(f"{url} has SHA-1 {found}, not the pinned {sha1}: the file changed "
-                             "or the download was altered; nothing was kept")
-        os.replace(partial, target)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+        with urllib.request.urlopen(url, timeout=timeout) as response, atomic_open(target, "wb") as out:
+            for block in iter(lambda: response.read(1 << 20), b""):
+                digest.update(block)
+                out.write(block)
+            if digest.hexdigest() != sha1:  # raised inside the block: atomic_open keeps nothing
+                raise ValueError(f"{url} has SHA-1 {digest.hexdigest()}, not the pinned {sha1}: the file "
+                                 "changed or the download was altered; nothing was kept")
+    except http.client.HTTPException as error:  # e.g. IncompleteRead: not an OSError itself
+        raise ConnectionError(f"{url}: the download broke off ({type(error).__name__})") from error
     return target
 
 

@@ -1,17 +1,15 @@
-"""The subword tokenizers' checks of their arguments: text must be a str, ids ints in range, flags bools.
+"""The subword tokenizers' checks of their arguments: text must be a str, ids ints in range, tokens str.
 
-Each check raises an error that names the argument, what was expected and what came, before
-anything is computed or kept.
+Flags are checked by :func:`course_pkg.common.checks.check_flag`, as the layers' are. Each check
+raises an error that names the argument, what was expected and what came, before anything is
+computed or kept.
 """
 
 from __future__ import annotations
 
 import operator
 
-__all__ = ["check_flag", "check_special_tokens", "check_text", "check_texts", "ids_to_tokens"]
-
-_NOT_GIVEN = object()
-
+__all__ = ["check_special_tokens", "check_text", "check_texts", "ids_to_tokens"]
 
 def check_text(text, name="text") -> str:
     """Return ``text``; raise ``TypeError`` naming the argument unless it is a ``str``."""
@@ -36,21 +34,6 @@ def check_texts(texts) -> None:
     except TypeError:
         raise TypeError("texts must be an iterable of str (a list of sentences), "
                         f"got {type(texts).__name__}") from None
-
-
-def check_flag(value, name, *, none=_NOT_GIVEN) -> bool:
-    """Return ``value`` if it is a bool (``none`` for ``None`` when ``none`` is given); else ``TypeError``.
-
-    A str is refused, never read as a truth value: ``"false"`` is a non-empty str, so Python
-    would read it as true.
-    """
-    if value is None and none is not _NOT_GIVEN:
-        return none
-    if isinstance(value, bool):
-        return value
-    allowed = "True, False or None" if none is not _NOT_GIVEN else "True or False"
-    hint = " (a str is not read as a flag: pass True or False)" if isinstance(value, str) else ""
-    raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r:.40}{hint}")
 
 
 def check_special_tokens(tokens, name="special_tokens") -> list:

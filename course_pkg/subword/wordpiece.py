@@ -50,8 +50,9 @@ import unicodedata
 
 import regex
 
+from ..common.checks import check_flag
 from .bert_unicode import is_bert_control, is_bert_punctuation, is_nonspacing_mark
-from .checks import check_flag, check_special_tokens, check_text, ids_to_tokens
+from .checks import check_special_tokens, check_text, ids_to_tokens
 from .vocab_files import read_vocab_txt, write_vocab_txt
 
 __all__ = ["SPECIAL_TOKENS", "WordPiece", "bert_pre_tokenize"]
@@ -106,8 +107,8 @@ def bert_pre_tokenize(text, lowercase=True, strip_accents=None) -> list:
         list of words (str).
     """
     check_text(text)
-    lowercase = check_flag(lowercase, "lowercase")
-    strip_accents = check_flag(strip_accents, "strip_accents", none=lowercase)
+    lowercase = check_flag("lowercase", lowercase)
+    strip_accents = check_flag("strip_accents", strip_accents, none=lowercase)
     words = []
     for chunk in _normalize(text, lowercase, strip_accents).split():
         start = 0
@@ -163,8 +164,8 @@ class WordPiece:
     def _load(self, vocab, where, lowercase, strip_accents, special_tokens, unk_token, cls_token,
               sep_token, max_input_chars_per_word) -> None:
         tokens, ids = _check_token_list(vocab, where)
-        lowercase = check_flag(lowercase, "lowercase")
-        strip_accents = check_flag(strip_accents, "strip_accents", none=lowercase)
+        lowercase = check_flag("lowercase", lowercase)
+        strip_accents = check_flag("strip_accents", strip_accents, none=lowercase)
         specials = check_special_tokens(special_tokens)
         for name, token in (("unk_token", unk_token), ("cls_token", cls_token), ("sep_token", sep_token)):
             if not isinstance(token, str) or not token:
