@@ -108,11 +108,6 @@ def unknown_rate(vocab, texts):
     return sum(i == unk for i in ids) / max(len(ids), 1), sum(i == unk for i in ids)
 
 
-def longest(pairs, src_vocab, tgt_vocab):
-    """The model's max_len: the longest source + <eos> or target + <bos>/<eos> of all splits."""
-    return max(max(len(src_vocab.encode(s)), len(tgt_vocab.encode(t))) for s, t in pairs) + 1
-
-
 def first_pairs(corpus, n):
     """``corpus`` with only its first ``n`` training pairs (all of them for ``None``)."""
     if n is None or n >= len(corpus.train):
@@ -126,7 +121,7 @@ def run(name, recipe, corpus, kind, seed, torch_threads, log_every, beam, sample
     """Train one model with ``recipe`` on ``kind`` tokens; losses, times, BLEU and chrF."""
     cp = framework(name, seed, torch_threads)
     src_vocab, tgt_vocab = vocabularies(kind, corpus.train, recipe["vocab_size"])
-    max_len = longest(corpus.train + corpus.valid + corpus.test, src_vocab, tgt_vocab)
+    max_len = data.pairs_max_len(corpus.train + corpus.valid + corpus.test, src_vocab, tgt_vocab)
     model = cp.Transformer(num_layers=recipe["num_layers"], d_model=recipe["d_model"],
                            num_heads=recipe["num_heads"], dff=recipe["dff"],
                            dropout=recipe["dropout"], input_vocab_size=len(src_vocab),

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from everyday_translation import RECIPE, longest  # noqa: E402
+from everyday_translation import RECIPE  # noqa: E402
 
 from course_pkg import data, interop, pretrained  # noqa: E402
 from course_pkg.evaluation import corpus_bleu, corpus_chrf  # noqa: E402
@@ -67,7 +67,7 @@ def main():
     assert RECIPE["tokens"] == "joint"
     corpus = data.make_everyday_corpus("fr", "en")
     vocab = pretrained.everyday_bpe_vocab(corpus.train, RECIPE["vocab_size"])
-    max_len = longest(corpus.train + corpus.valid + corpus.test, vocab, vocab)
+    max_len = data.pairs_max_len(corpus.train + corpus.valid + corpus.test, vocab, vocab)
     config = dict(num_layers=RECIPE["num_layers"], d_model=RECIPE["d_model"],
                   num_heads=RECIPE["num_heads"], dff=RECIPE["dff"], input_vocab_size=len(vocab),
                   target_vocab_size=len(vocab), max_len=max_len)

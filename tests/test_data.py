@@ -333,6 +333,16 @@ def test_encode_pairs_rejects_empty_long_and_malformed_pairs(fr_en_vocabs):
         D.encode_pairs([("un", "one")], None, tgt_vocab)
 
 
+def test_pairs_max_len_is_the_smallest_max_len_encode_pairs_accepts(fr_en_vocabs):
+    src_vocab, tgt_vocab = fr_en_vocabs
+    pairs = [("un", "one"), ("cent un", "one hundred and one")]  # the target: 4 words + <bos>
+    assert D.pairs_max_len(pairs, src_vocab, tgt_vocab) == 5
+    D.encode_pairs(pairs, src_vocab, tgt_vocab, max_len=5)
+    with pytest.raises(ValueError, match="max_len=4"):
+        D.encode_pairs(pairs, src_vocab, tgt_vocab, max_len=4)
+    assert D.pairs_max_len([("cent un", "one")], src_vocab, tgt_vocab) == 3  # the source: 2 words + <eos>
+
+
 def test_numpy_batches_cover_each_example_once_per_epoch(fr_en, fr_en_vocabs):
     pairs = fr_en.train[:1000]
     arrays = D.encode_pairs(pairs, *fr_en_vocabs)

@@ -43,8 +43,8 @@ def chapter_names(fw):
     record = pretrained.everyday_record()
     config = {**record["model"], "num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 32}
     sources, references = [fr for fr, _ in corpus.test], [en for _, en in corpus.test]
-    names = dict(corpus=corpus, RECIPE=record["recipe"], CONFIG=config, pretrained=pretrained, time=time,
-                 test_sources=sources, test_references=references, corpus_bleu=corpus_bleu,
+    names = dict(corpus=corpus, RECIPE=record["recipe"], CONFIG=config, data=data, pretrained=pretrained,
+                 time=time, test_sources=sources, test_references=references, corpus_bleu=corpus_bleu,
                  corpus_chrf=corpus_chrf, copying=(corpus_bleu(sources, references), 0.0),
                  translators={"TensorFlow": dict(hyps=sources, bleu=0.0, chrf=0.0),
                               "PyTorch": dict(hyps=sources, bleu=0.0, chrf=0.0)})

@@ -39,7 +39,7 @@ copy, checked against a pinned SHA-1) for chapter 7's optional cells; nothing el
 from . import mlm as _mlm
 from . import tokenizer as _tokenizer
 from . import tsv as _tsv
-from .batching import Batches, encode_pairs, make_batches, pad_batch
+from .batching import Batches, encode_pairs, make_batches, pad_batch, pairs_max_len
 from .corpora import Corpus, make_everyday_corpus, make_number_corpus, make_number_list_corpus, split_pairs
 from .mlm import (
     encode_prompts,
@@ -76,7 +76,7 @@ __all__ = [
     "make_everyday_corpus",
     "split_pairs", "Corpus",
     "load_tsv_pairs", "Tokenizer", "Vocab",
-    "pad_batch", "encode_pairs", "make_batches", "Batches",
+    "pad_batch", "encode_pairs", "pairs_max_len", "make_batches", "Batches",
     "MASK", "CLASSIFICATION_TASKS", "with_mask_token", "mask_for_mlm", "make_number_classification",
     "prompt_texts", "encode_prompts", "prompt_ids",
 ]

@@ -43,6 +43,17 @@ def pad_batch(sequences, pad_id=PAD_ID, max_len=None) -> np.ndarray:
     return out
 
 
+def pairs_max_len(pairs, src_vocab, tgt_vocab) -> int:
+    """The smallest ``max_len`` that :func:`encode_pairs` accepts for ``pairs``: the longest
+    ``x <eos>`` or ``<bos> y`` among them (a model's positional table must cover it).
+
+    A model's ``max_len`` is measured on every split it will read, their lengths only: chapter 7's
+    translator on its training, validation and test pairs.
+    """
+    return 1 + max(max(len(src_vocab.encode(source)), len(tgt_vocab.encode(target)))
+                   for source, target in pairs)
+
+
 def encode_pairs(pairs, src_vocab, tgt_vocab, max_len=None):
     """Encode text pairs for teacher forcing.
 
