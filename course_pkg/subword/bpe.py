@@ -50,7 +50,14 @@ from collections import Counter
 
 import regex
 
-from .checks import check_special_tokens, check_text, check_texts, ids_to_tokens
+from .checks import (
+    check_corpus,
+    check_special_tokens,
+    check_text,
+    check_texts,
+    check_token_option,
+    ids_to_tokens,
+)
 from .vocab_files import (
     check_merges,
     check_vocab,
@@ -60,8 +67,8 @@ from .vocab_files import (
     write_vocab_json,
 )
 
-__all__ = ["BPE", "WORD_PATTERN", "apply_merges", "check_corpus", "check_token_option", "learn_merges",
-           "pre_tokenize", "subword_stats", "train_bpe"]
+__all__ = ["BPE", "WORD_PATTERN", "apply_merges", "learn_merges", "pre_tokenize", "subword_stats",
+           "train_bpe"]
 
 WORD_PATTERN = regex.compile(r"\w+|[^\w\s]+")
 """Words: runs of letters, digits, marks and ``_``, or runs of other non-space characters."""
@@ -76,21 +83,6 @@ def _check_vocab_size(vocab_size, min_frequency) -> None:
     for name, value, low in (("vocab_size", vocab_size, 1), ("min_frequency", min_frequency, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-
-
-def check_token_option(value, name) -> None:
-    """``TypeError`` naming ``name`` unless ``value`` is a str or None (the unknown token, a suffix)."""
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, got {type(value).__name__} {value!r:.40}")
-    if value == "" and name == "unk_token":
-        raise ValueError("unk_token must be a non-empty str or None, got ''")
-
-
-def check_corpus(word_counts, texts_seen) -> None:
-    """``ValueError`` naming ``texts`` when they hold no word: nothing to learn from."""
-    if not word_counts:
-        raise ValueError(f"texts hold no words ({texts_seen} texts, all empty or blank): "
-                         "expected sentences to learn from")
 
 
 def apply_merges(symbols, ranks) -> list:
@@ -291,7 +283,7 @@ def train_bpe(texts, vocab_size, *, min_frequency=2, unk_token="<unk>", special_
             the texts hold no word (an empty or blank corpus).
     """
     _check_vocab_size(vocab_size, min_frequency)
-    check_token_option(unk_token, "unk_token")
+    check_token_option(unk_token, "unk_token", empty=False)
     check_token_option(end_of_word_suffix, "end_of_word_suffix")
     specials = ([unk_token] if unk_token is not None else []) + check_special_tokens(special_tokens)
     tokens, merges = learn_merges(_word_counts(texts, pre_tokenize), vocab_size, min_frequency=min_frequency,
@@ -321,7 +313,7 @@ class BPE:
     """
 
     def __init__(self, vocab, merges, *, unk_token="<unk>", end_of_word_suffix="</w>"):
-        check_token_option(unk_token, "unk_token")
+        check_token_option(unk_token, "unk_token", empty=False)
         check_token_option(end_of_word_suffix, "end_of_word_suffix")
         vocab = check_vocab(vocab, "vocab")
         merges = check_merges(merges, vocab, "merges")

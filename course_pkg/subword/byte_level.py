@@ -29,8 +29,8 @@ from collections import Counter
 
 import regex
 
-from .bpe import apply_merges, check_corpus, learn_merges
-from .checks import check_special_tokens, check_text, check_texts, ids_to_tokens
+from .bpe import apply_merges, learn_merges
+from .checks import check_corpus, check_special_tokens, check_text, check_texts, ids_to_tokens
 from .vocab_files import (
     check_merges,
     check_vocab,

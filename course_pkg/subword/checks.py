@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["check_special_tokens", "check_text", "check_texts", "ids_to_tokens"]
+__all__ = ["check_corpus", "check_special_tokens", "check_text", "check_texts", "check_token_option",
+           "ids_to_tokens"]
 
 def check_text(text, name="text") -> str:
     """Return ``text``; raise ``TypeError`` naming the argument unless it is a ``str``."""
@@ -34,6 +35,22 @@ def check_texts(texts) -> None:
     except TypeError:
         raise TypeError("texts must be an iterable of str (a list of sentences), "
                         f"got {type(texts).__name__}") from None
+
+
+def check_token_option(value, name, *, empty=True) -> None:
+    """``TypeError`` naming ``name`` unless ``value`` is a str or None (the unknown token, a suffix);
+    ``ValueError`` for ``""`` where ``empty`` is false (an unknown token must be spelt)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__} {value!r:.40}")
+    if value == "" and not empty:
+        raise ValueError(f"{name} must be a non-empty str or None, got ''")
+
+
+def check_corpus(word_counts, texts_seen) -> None:
+    """``ValueError`` naming ``texts`` when they hold no word: nothing to learn from."""
+    if not word_counts:
+        raise ValueError(f"texts hold no words ({texts_seen} texts, all empty or blank): "
+                         "expected sentences to learn from")
 
 
 def check_special_tokens(tokens, name="special_tokens") -> list:
