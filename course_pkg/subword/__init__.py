@@ -16,7 +16,9 @@ Three families of subword tokenizer, one module each, and the files they read an
 * ``vocab_files``: ``vocab.json``, ``merges.txt`` and ``vocab.txt``, read with checks that name
   the file and line, written atomically;
 * ``bert_unicode``: the character classes of ``wordpiece`` as ``tokenizers`` has them;
-* ``checks``: the argument checks they share (text must be a ``str``, ids in range, flags bools).
+* ``specials``: special tokens found whole in a text, longest first (byte-level BPE and WordPiece);
+* ``checks``: the argument checks they share (text must be a ``str``, ids in range, special
+  tokens; flags are :func:`course_pkg.common.checks.check_flag`'s).
 
 Example::
 

@@ -30,7 +30,15 @@ from collections import Counter
 import regex
 
 from .bpe import apply_merges, learn_merges
-from .checks import check_corpus, check_special_tokens, check_text, check_texts, ids_to_tokens
+from .checks import (
+    check_corpus,
+    check_special_tokens,
+    check_specials_in,
+    check_text,
+    check_texts,
+    ids_to_tokens,
+)
+from .specials import special_pattern, split_specials
 from .vocab_files import (
     check_merges,
     check_vocab,
@@ -86,14 +94,6 @@ def _check_byte_alphabet(vocab, where) -> None:
                          "a byte-level vocabulary holds every byte (bytes_to_unicode())")
 
 
-def _check_specials(special_tokens, vocab, where) -> list:
-    specials = check_special_tokens(special_tokens)
-    for token in specials:
-        if token not in vocab:
-            raise ValueError(f"the special token {token!r} is not in {where}")
-    return specials
-
-
 class ByteLevelBPE:
     """GPT-2's tokenizer: byte-level BPE with GPT-2's pre-tokenization.
 
@@ -118,15 +118,15 @@ class ByteLevelBPE:
         merges = check_merges(merges, vocab, merges_where)
         if special_tokens is None:
             special_tokens = ["<|endoftext|>"] if "<|endoftext|>" in vocab else []
-        specials = _check_specials(special_tokens, vocab, vocab_where)
+        specials = check_special_tokens(special_tokens)
+        check_specials_in(specials, vocab, vocab_where)
         # everything is checked: now assign
         self._vocab = vocab
         self._tokens = sorted(vocab, key=vocab.get)
         self._ranks = {pair: rank for rank, pair in enumerate(merges)}
         self.merges = merges
         self.special_tokens = specials
-        longest_first = sorted(specials, key=len, reverse=True)
-        self._special_re = regex.compile("|".join(map(regex.escape, longest_first))) if specials else None
+        self._special_re = special_pattern(specials)
         self._cache = {}
 
     @classmethod
@@ -162,23 +162,11 @@ class ByteLevelBPE:
             self._cache[symbols] = parts
         return parts
 
-    def _pieces(self, text):
-        """``(piece, is_special)`` for the stretches of ``text`` between special tokens, and those."""
-        if self._special_re is None:
-            yield text, False
-            return
-        start = 0
-        for match in self._special_re.finditer(text):
-            yield text[start:match.start()], False
-            yield match.group(), True
-            start = match.end()
-        yield text[start:], False
-
     def tokenize(self, text) -> list:
         """The tokens (str, bytes written with :func:`bytes_to_unicode`) of ``text``."""
         check_text(text)
         out = []
-        for piece, special in self._pieces(text):
+        for piece, special in split_specials(text, self._special_re):
             if special:
                 out.append(piece)
                 continue

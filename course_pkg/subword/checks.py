@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["check_corpus", "check_special_tokens", "check_text", "check_texts", "check_token_option",
-           "ids_to_tokens"]
+__all__ = ["check_corpus", "check_special_tokens", "check_specials_in", "check_text", "check_texts",
+           "check_token_option", "ids_to_tokens"]
+
 
 def check_text(text, name="text") -> str:
     """Return ``text``; raise ``TypeError`` naming the argument unless it is a ``str``."""
@@ -51,6 +52,13 @@ def check_corpus(word_counts, texts_seen) -> None:
     if not word_counts:
         raise ValueError(f"texts hold no words ({texts_seen} texts, all empty or blank): "
                          "expected sentences to learn from")
+
+
+def check_specials_in(specials, vocab, where) -> None:
+    """``ValueError`` naming the first of ``specials`` that ``vocab`` (its tokens or ids) lacks."""
+    for token in specials:
+        if token not in vocab:
+            raise ValueError(f"the special token {token!r} is not in {where}")
 
 
 def check_special_tokens(tokens, name="special_tokens") -> list:

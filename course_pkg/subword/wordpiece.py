@@ -48,11 +48,10 @@ from __future__ import annotations
 import os
 import unicodedata
 
-import regex
-
 from ..common.checks import check_flag
 from .bert_unicode import is_bert_control, is_bert_punctuation, is_nonspacing_mark
-from .checks import check_special_tokens, check_text, ids_to_tokens
+from .checks import check_special_tokens, check_specials_in, check_text, ids_to_tokens
+from .specials import special_pattern, split_specials
 from .vocab_files import read_vocab_txt, write_vocab_txt
 
 __all__ = ["SPECIAL_TOKENS", "WordPiece", "bert_pre_tokenize"]
@@ -172,9 +171,7 @@ class WordPiece:
                 raise TypeError(f"{name} must be a non-empty str, got {type(token).__name__} {token!r:.40}")
             if token not in specials:
                 specials.append(token)
-        for token in specials:
-            if token not in ids:
-                raise ValueError(f"the special token {token!r} is not in {where}")
+        check_specials_in(specials, ids, where)
         if (isinstance(max_input_chars_per_word, bool) or not isinstance(max_input_chars_per_word, int)
                 or max_input_chars_per_word < 1):
             raise ValueError("max_input_chars_per_word must be an int >= 1, "
@@ -183,8 +180,7 @@ class WordPiece:
         self._tokens, self._ids = tokens, ids
         self.lowercase, self.strip_accents = lowercase, strip_accents
         self.special_tokens = specials
-        longest_first = sorted(specials, key=len, reverse=True)
-        self._special_re = regex.compile("|".join(map(regex.escape, longest_first)))
+        self._special_re = special_pattern(specials)  # found whole, whatever their brackets: [MASK], <mask>
         self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
         self.max_input_chars_per_word = max_input_chars_per_word
 
@@ -238,23 +234,13 @@ class WordPiece:
         """The tokens (str) of ``text``, without ``[CLS]``/``[SEP]``; special tokens in it stay whole."""
         check_text(text)
         out = []
-        for piece, special in self._split_specials(text):
+        for piece, special in split_specials(text, self._special_re):
             if special:
                 out.append(piece)
             else:
                 for word in bert_pre_tokenize(piece, self.lowercase, self.strip_accents):
                     out.extend(self._pieces(word))
         return out
-
-    def _split_specials(self, text):
-        """``(piece, is_special)``: the stretches of ``text`` between special tokens, and those
-        (found whole, longest first, whatever their brackets: ``[MASK]``, ``<mask>``...)."""
-        start = 0
-        for match in self._special_re.finditer(text):
-            yield text[start:match.start()], False
-            yield match.group(), True
-            start = match.end()
-        yield text[start:], False
 
     def encode(self, text, add_special_tokens=True) -> list:
         """The ids of ``text``: ``[CLS] tokens [SEP]`` as ``BertTokenizer(text)["input_ids"]`` gives them.
