@@ -1,7 +1,7 @@
 """Subword tokenizers in plain Python, tested to give the very ids that Hugging Face's give.
 
 Framework-free (the standard library and the ``regex`` module): no tensor library is imported.
-Three families of subword tokenizer, one module each, and the files they read and write:
+Four families of subword tokenizer, one module each, and the files they read and write:
 
 * ``bpe``: byte-pair encoding on the characters of words, and its trainer
   (:func:`train_bpe`, :class:`BPE`, :func:`subword_stats` for the vocabulary-size trade-off);
@@ -10,6 +10,12 @@ Three families of subword tokenizer, one module each, and the files they read an
   ``GPT2_PATTERN``, :func:`train_byte_level_bpe`); the same ids as ``GPT2Tokenizer``;
 * ``wordpiece``: BERT's WordPiece (:class:`WordPiece`, :func:`bert_pre_tokenize`); the same
   ids as ``BertTokenizer``;
+* ``unigram``: SentencePiece's Unigram (:class:`Unigram`: the best split under the pieces'
+  log-probabilities, found by dynamic programming); the same ids as ``sentencepiece`` and
+  ``MarianTokenizer``, from a SentencePiece ``.model`` file (training: use ``sentencepiece``);
+* ``sentencepiece_model``: SentencePiece's ``.model`` file (a protocol buffer) read and written
+  without ``sentencepiece`` (:func:`read_sentencepiece_model`, :func:`write_sentencepiece_model`),
+  and its normaliser (the precompiled character map of ``nmt_nfkc``, the whitespace rules);
 * ``pretrained``: the tokenizers of a Hugging Face model directory (``snapshot_download``'s):
   :func:`gpt2_tokenizer` (``vocab.json``, ``merges.txt``) and :func:`bert_tokenizer`
   (``vocab.txt``, ``tokenizer_config.json``'s ``do_lower_case``...); the ids of ``AutoTokenizer``;
@@ -32,6 +38,8 @@ from .bpe import BPE, WORD_PATTERN, apply_merges, learn_merges, pre_tokenize, su
 from .byte_level import GPT2_PATTERN, ByteLevelBPE, bytes_to_unicode, train_byte_level_bpe
 from .checks import check_text, check_texts, ids_to_tokens
 from .pretrained import bert_tokenizer, gpt2_tokenizer, read_tokenizer_config
+from .sentencepiece_model import read_sentencepiece_model, write_sentencepiece_model
+from .unigram import Unigram
 from .vocab_files import (
     MERGES_HEADER,
     check_merges,
@@ -53,4 +61,5 @@ __all__ = [
     "MERGES_HEADER", "check_merges", "check_vocab", "read_merges", "read_vocab_json", "read_vocab_txt",
     "write_merges", "write_vocab_json", "write_vocab_txt",
     "WordPiece", "bert_pre_tokenize",
+    "Unigram", "read_sentencepiece_model", "write_sentencepiece_model",
 ]
