@@ -222,6 +222,25 @@ def test_attention_fully_masked_row_is_zero(fw, case):
     assert np.isfinite(weights).all() and np.isfinite(context).all()
 
 
+@pytest.mark.parametrize("case", ["BahdanauAttention", "LuongAttention-dot", "LuongAttention-general"])
+def test_projected_keys_passed_in_give_what_the_layer_computes(fw, case):
+    """``project_keys`` is the keys' half of the score: passing it in (as the decoder does, once per
+    sentence) gives the layer's own result bit for bit, and a different projection changes it."""
+    fw.seed(0)
+    layer = _make(fw, case)
+    query, keys = CASES[case][3]
+    mask = np.zeros((3, 1, 6), np.float32)
+    mask[0, :, 4:] = 1.0
+    projected = layer.project_keys(fw.tensor(keys))  # (batch, Tk, units)
+    assert tuple(projected.shape) == (3, 6, UNITS)
+    context, weights = fw.call(layer, query, keys, mask=mask)
+    given, given_weights = fw.call(layer, query, keys, mask=mask, projected_keys=projected)
+    np.testing.assert_array_equal(given, context)
+    np.testing.assert_array_equal(given_weights, weights)
+    _, other = fw.call(layer, query, keys, mask=mask, projected_keys=2.0 * projected)
+    assert not np.allclose(other, weights)
+
+
 def test_encoder_state_is_last_non_pad_output(fw):
     fw.seed(0)
     enc = fw.make("Seq2SeqEncoder", SRC_VOCAB, EMB, UNITS)

@@ -78,7 +78,10 @@ class BahdanauAttention(Layer):
         key_dim: width of the keys (default ``units``).
 
     Call:
-        ``attention(query, keys, mask=None)`` returns ``(context, weights)``.
+        ``attention(query, keys, mask=None, projected_keys=None)`` returns
+        ``(context, weights)``. ``projected_keys`` is ``project_keys(keys)``, the keys' half of
+        the score, which no query changes: a decoder that queries the same keys at every step
+        computes it once per sentence and passes it in (without it, each call computes it).
         ``mask`` is a course mask (1.0 = blocked) that broadcasts to
         (batch, Tq, Tk), e.g. (batch, 1, Tk) for source padding. Blocked keys
         get a weight of exactly 0; a fully blocked row gets all-zero weights and
@@ -104,13 +107,24 @@ class BahdanauAttention(Layer):
         self.v = _projection(units, 1, "v", self.dtype_policy)
         self.built = True
 
-    def call(self, query, keys, mask=None, training=None):
+    def project_keys(self, keys):
+        """``W2 k`` for every key: the part of the score that does not depend on the query.
+
+        Shape:
+            keys (batch, Tk, key_dim) -> (batch, Tk, units).
+        """
+        check_features(keys.shape, self.key_dim, "keys")
+        return self.w2(keys)  # (batch, Tk, units)
+
+    def call(self, query, keys, mask=None, projected_keys=None, training=None):
         query, keys = tf.convert_to_tensor(query), tf.convert_to_tensor(keys)
         check_features(query.shape, self.query_dim, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)  # (batch, Tk, units)
         q = self.w1(query)[:, :, tf.newaxis, :]  # (batch, Tq, 1, units)
-        k = self.w2(keys)[:, tf.newaxis, :, :]  # (batch, 1, Tk, units)
+        k = projected_keys[:, tf.newaxis, :, :]  # (batch, 1, Tk, units)
         scores = self.v(tf.tanh(q + k))[..., 0]  # (batch, Tq, Tk)
         weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
         return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
@@ -135,8 +149,9 @@ class LuongAttention(Layer):
         key_dim: width of the keys (default ``units``); ``"dot"`` needs ``units``.
 
     Call:
-        ``attention(query, keys, mask=None)`` returns ``(context, weights)``;
-        masking and dtypes as in :class:`BahdanauAttention`.
+        ``attention(query, keys, mask=None, projected_keys=None)`` returns
+        ``(context, weights)``; ``projected_keys`` (``project_keys(keys)``), masking and dtypes
+        as in :class:`BahdanauAttention`.
 
     Shape:
         query (batch, Tq, units), keys (batch, Tk, key_dim), mask (batch, 1, Tk) ->
@@ -154,12 +169,21 @@ class LuongAttention(Layer):
             self.w = _projection(key_dim, units, "w", self.dtype_policy)
         self.built = True
 
-    def call(self, query, keys, mask=None, training=None):
+    def project_keys(self, keys):
+        """The keys as the score reads them: ``W k`` (``"general"``), the keys themselves (``"dot"``).
+
+        Shape:
+            keys (batch, Tk, key_dim) -> (batch, Tk, units).
+        """
+        check_features(keys.shape, self.key_dim, "keys")
+        return self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
+
+    def call(self, query, keys, mask=None, projected_keys=None, training=None):
         query, keys = tf.convert_to_tensor(query), tf.convert_to_tensor(keys)
         check_features(query.shape, self.units, "query")
         check_features(keys.shape, self.key_dim, "keys")
         check_batch(query.shape[0], keys=keys.shape)
-        k = self.w(keys) if self.score == "general" else keys  # (batch, Tk, units)
+        k = self.project_keys(keys) if projected_keys is None else projected_keys  # (batch, Tk, units)
         scores = tf.matmul(query, k, transpose_b=True)  # (batch, Tq, Tk)
         weights = tf.cast(_masked_softmax(scores, mask), keys.dtype)  # (batch, Tq, Tk)
         return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
