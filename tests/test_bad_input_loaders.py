@@ -1,13 +1,13 @@
 """Bad checkpoints for the Hugging Face loaders: one clear error naming the checkpoint's own key.
 
-``bert_from_huggingface``, ``gpt_from_huggingface``, ``vit_from_huggingface`` and
-``llama_from_huggingface`` read a learner's checkpoint, which speaks Hugging Face names. Another
-family's checkpoint, a missing or unexpected entry, a wrongly shaped tensor or a configuration that
-does not match the weights raises ``ValueError`` (``TypeError`` for an entry that is not numbers)
-naming the key as the checkpoint spells it (with its ``bert.`` / ``transformer.`` / ``vit.`` /
-``model.`` prefix), what was expected and what came; the checks live in the framework-free
-``course_pkg.common.huggingface`` (and ``llama_checkpoint``), so both frameworks say the same.
-Tiny random models, built offline.
+``bert_from_huggingface``, ``gpt_from_huggingface``, ``vit_from_huggingface``,
+``llama_from_huggingface`` and ``marian_from_huggingface`` read a learner's checkpoint, which
+speaks Hugging Face names. Another family's checkpoint, a missing or unexpected entry, a wrongly
+shaped tensor or a configuration that does not match the weights raises ``ValueError``
+(``TypeError`` for an entry that is not numbers) naming the key as the checkpoint spells it (with
+its ``bert.`` / ``transformer.`` / ``vit.`` / ``model.`` prefix), what was expected and what came;
+the checks live in the framework-free ``course_pkg.common.huggingface`` (and ``llama_checkpoint``,
+``marian_checkpoint``), so both frameworks say the same. Tiny random models, built offline.
 """
 
 import re
@@ -49,7 +49,15 @@ def llama():
         num_key_value_heads=1, intermediate_size=FF, max_position_embeddings=POSITIONS)).eval()
 
 
-MODELS = {"bert": bert, "gpt": gpt2, "vit": vit, "llama": llama}
+def marian():
+    torch.manual_seed(0)
+    return transformers.MarianMTModel(transformers.MarianConfig(
+        vocab_size=VOCAB, d_model=D, encoder_layers=LAYERS, decoder_layers=LAYERS,
+        encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=FF, decoder_ffn_dim=FF,
+        max_position_embeddings=POSITIONS, pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1)).eval()
+
+
+MODELS = {"bert": bert, "gpt": gpt2, "vit": vit, "llama": llama, "marian": marian}
 
 
 def load(fw, family, source, config=None):
@@ -68,6 +76,8 @@ def state_and_config(family):
     ("bert", "vit", "BERT (model_type 'bert')", "vit"),
     ("llama", "gpt", "Llama (model_type 'llama')", "gpt2"),
     ("gpt", "llama", "GPT-2 (model_type 'gpt2')", "llama"),
+    ("marian", "bert", "Marian (model_type 'marian')", "bert"),
+    ("llama", "marian", "Llama (model_type 'llama')", "marian"),
 ])
 def test_another_familys_checkpoint_is_named_as_such(fw, family, other, expected, found):
     message = f"expected the configuration of a Hugging Face {expected}, got one of model_type {found!r}"
@@ -76,7 +86,8 @@ def test_another_familys_checkpoint_is_named_as_such(fw, family, other, expected
 
 
 @pytest.mark.parametrize("family,key", [("bert", "num_hidden_layers"), ("gpt", "n_embd"),
-                                        ("vit", "image_size"), ("llama", "hidden_size")])
+                                        ("vit", "image_size"), ("llama", "hidden_size"),
+                                        ("marian", "decoder_ffn_dim")])
 def test_a_configuration_without_a_size_names_it(fw, family, key):
     state, config = state_and_config(family)
     del config[key], config["model_type"]
@@ -99,6 +110,9 @@ def test_a_configuration_without_a_size_names_it(fw, family, key):
     ("vit", "classifier.bias", (4,), (3,)),
     ("llama", "model.layers.0.self_attn.k_proj.weight", (D, D), (D // HEADS, D)),  # one key/value head
     ("llama", "lm_head.weight", (VOCAB, D + 1), (VOCAB, D)),
+    ("marian", "model.decoder.layers.1.encoder_attn.k_proj.weight", (D, D + 1), (D, D)),
+    ("marian", "model.encoder.layers.0.fc1.weight", (D, FF), (FF, D)),  # nn.Linear: (out, in)
+    ("marian", "final_logits_bias", (VOCAB,), (1, VOCAB)),
 ])
 def test_a_wrongly_shaped_tensor_is_named_by_the_checkpoints_key(fw, family, key, shape, expected):
     state, config = state_and_config(family)
@@ -116,6 +130,7 @@ def test_a_wrongly_shaped_tensor_is_named_by_the_checkpoints_key(fw, family, key
     ("vit", "vit.layernorm.weight"),
     ("vit", "classifier.bias"),
     ("llama", "model.layers.1.mlp.up_proj.weight"),
+    ("marian", "model.decoder.layers.1.encoder_attn_layer_norm.bias"),
 ])
 def test_a_missing_entry_is_named(fw, family, key):
     state, config = state_and_config(family)
@@ -127,6 +142,7 @@ def test_a_missing_entry_is_named(fw, family, key):
 @pytest.mark.parametrize("family,extra", [
     ("vit", "vit.embeddings.distillation_token"), ("vit", "head.weight"), ("bert", "bert.extra.weight"),
     ("gpt", "transformer.h.0.attn.extra"), ("llama", "model.layers.0.self_attn.q_proj.bias"),
+    ("marian", "model.encoder.layernorm_embedding.weight"),
 ])
 def test_an_unexpected_entry_is_named(fw, family, extra):
     state, config = state_and_config(family)

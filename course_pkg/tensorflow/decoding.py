@@ -16,6 +16,14 @@ In TensorFlow both ways run as ``tf.function`` graphs (made once per model, with
 dynamic shapes, so the growing cache does not retrace): eager TensorFlow spends
 longer dispatching each of these small ops than computing it.
 
+Hugging Face's beam search (``generate(num_beams=...)``) follows two other rules: its
+length penalty is ``length ** length_penalty`` (GNMT's ``((5 + length) / 6) ** alpha``
+here), and it moves each finished hypothesis to a pool of ``num_beams`` beside
+``num_beams`` running ones, where :func:`beam_search` keeps a finished hypothesis in the
+beam until ``beam_size`` better prefixes push it out. With ``length_penalty=0`` in both,
+or hypotheses that all run to ``max_len``, the two return the same tokens in the course's
+tests (``tests/test_marian.py``, on Marian models).
+
 Shapes: ``batch`` sources of ``src_len`` tokens, ``steps`` generated tokens,
 ``new`` tokens fed per decoding step, logits over ``vocab`` target tokens; beam
 search keeps ``beam`` (``beam_size``) hypotheses per source,
@@ -134,8 +142,9 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
 
     Hypotheses are ranked by their summed log-probability while searching; the
     winner among the final beams maximises ``log_prob / length_penalty_factor``
-    (``length_penalty=0`` ranks by raw log-probability). A finished beam keeps
-    its score and is extended with ``pad_id`` only.
+    (``length_penalty=0`` ranks by raw log-probability; a length counts the tokens
+    up to ``<eos>``, and ``bos_id`` may be ``pad_id``). A finished beam keeps its
+    score and is extended with ``pad_id`` only (Hugging Face's rules differ: see the module).
 
     Returns:
         ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
@@ -160,6 +169,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     first = tf.one_hot(0, beam_size, on_value=0.0, off_value=float("-inf"))
     scores = tf.tile(first[tf.newaxis], (batch, 1))  # (batch, beam): one live beam per source
     done = tf.zeros((rows,), dtype=tf.bool)  # (rows,)
+    lengths = tf.zeros((rows,))  # (rows,): tokens up to and including <eos>
     state = model.start_decoding(tf.repeat(src, beam_size, axis=0))
     for _ in range(max_len):
         logits, state = model.decode_step(tokens[:, -1:], state)  # (rows, 1, vocab)
@@ -175,11 +185,11 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
         next_id = tf.reshape(flat % vocab, (-1,))  # (rows,)
         tokens = tf.concat([tf.gather(tokens, rows_from), next_id[:, tf.newaxis]], axis=1)
         state = reorder_state(state, rows_from)
+        lengths = tf.gather(lengths, rows_from) + tf.cast(~tf.gather(done, rows_from), tf.float32)
         done = tf.gather(done, rows_from) | (next_id == eos_id)
         if bool(tf.reduce_all(done)):
             break
     tokens = tokens[:, 1:]  # (rows, steps)
-    lengths = tf.reduce_sum(tf.cast(tokens != pad_id, tf.float32), axis=1)  # (rows,), <eos> included
     normalised = tf.reshape(scores, (-1,)) / length_penalty_factor(lengths, length_penalty)
     best = tf.reshape(offsets, (-1,)) + tf.argmax(
         tf.reshape(normalised, (batch, beam_size)), axis=-1)  # (batch,)

@@ -43,7 +43,7 @@ from .seq2seq import (
     Seq2SeqEncoder,
 )
 from .trainer import Trainer
-from .transformer import Transformer
+from .transformer import Transformer, marian_from_huggingface
 from .vit import PatchEmbedding, ViT, vit_from_huggingface
 
 __all__ = [
@@ -56,6 +56,8 @@ __all__ = [
     "fused_attention", "set_fused_attention",
     "positional_encoding", "PositionalEmbedding", "LearnedPositionalEncoding", "FeedForward",
     "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
+    # The Transformer as a real translation model: the loader of Hugging Face's Marian (opus-mt).
+    "marian_from_huggingface",
     # The model families (chapter 8): encoder-only BERT, decoder-only GPT, a classification head,
     # sampling filters, and the loaders of Hugging Face checkpoints.
     "ClassificationHead", "BERT", "GPT", "top_k_filter", "top_p_filter",

@@ -12,6 +12,14 @@ so each step costs O(1) in the prefix length; ``use_cache=False`` instead calls
 the cache is measured against. Every tensor in ``state`` is batch-first, so
 beam search can reorder it.
 
+Hugging Face's beam search (``generate(num_beams=...)``) follows two other rules: its
+length penalty is ``length ** length_penalty`` (GNMT's ``((5 + length) / 6) ** alpha``
+here), and it moves each finished hypothesis to a pool of ``num_beams`` beside
+``num_beams`` running ones, where :func:`beam_search` keeps a finished hypothesis in the
+beam until ``beam_size`` better prefixes push it out. With ``length_penalty=0`` in both,
+or hypotheses that all run to ``max_len``, the two return the same tokens in the course's
+tests (``tests/test_marian.py``, on Marian models).
+
 Shapes: ``batch`` sources of ``src_len`` tokens, ``steps`` generated tokens,
 ``new`` tokens fed per decoding step, logits over ``vocab`` target tokens; beam
 search keeps ``beam`` (``beam_size``) hypotheses per source,
@@ -113,8 +121,9 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
 
     Hypotheses are ranked by their summed log-probability while searching; the
     winner among the final beams maximises ``log_prob / length_penalty_factor``
-    (``length_penalty=0`` ranks by raw log-probability). A finished beam keeps
-    its score and is extended with ``pad_id`` only.
+    (``length_penalty=0`` ranks by raw log-probability; a length counts the tokens
+    up to ``<eos>``, and ``bos_id`` may be ``pad_id``). A finished beam keeps its
+    score and is extended with ``pad_id`` only (Hugging Face's rules differ: see the module).
 
     Returns:
         ``tokens`` as :func:`greedy_decode`; with ``return_scores``,
@@ -138,6 +147,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     scores = torch.full((batch, beam_size), float("-inf"), device=device)
     scores[:, 0] = 0.0  # start from one live beam per source
     done = torch.zeros(rows, dtype=torch.bool, device=device)  # (rows,)
+    lengths = torch.zeros(rows, device=device)  # (rows,): tokens up to and including <eos>
     with eval_mode(model):
         state = model.start_decoding(src.repeat_interleave(beam_size, dim=0))
         for _ in range(max_len):
@@ -153,11 +163,11 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
             next_id = (flat % vocab).view(-1)  # (rows,)
             tokens = torch.cat([tokens.index_select(0, rows_from), next_id[:, None]], dim=1)
             state = reorder_state(state, rows_from)
+            lengths = lengths.index_select(0, rows_from) + (~done.index_select(0, rows_from)).float()
             done = done.index_select(0, rows_from) | (next_id == eos_id)
             if bool(done.all()):
                 break
     tokens = tokens[:, 1:]  # (rows, steps)
-    lengths = (tokens != pad_id).sum(dim=1).float()  # (rows,), <eos> included
     normalised = scores.view(-1) / length_penalty_factor(lengths, length_penalty)
     best = offsets.view(-1) + normalised.view(batch, beam_size).argmax(dim=-1)  # (batch,)
     tokens = tokens.index_select(0, best)

@@ -9,11 +9,20 @@ target positions after the ``past`` ones already decoded.
 
 import torch
 
-from ..common.checks import check_batch, check_pad_id, unpack_pair
+from ..common import marian_checkpoint as _marian
+from ..common.checks import (
+    LAYER_NORM_EPSILON,
+    check_activation,
+    check_batch,
+    check_epsilon,
+    check_flag,
+    check_pad_id,
+    unpack_pair,
+)
 from .base import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder
-from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
+from .masks import create_look_ahead_mask, create_padding_mask
 from .tokens import check_token_ids, token_ids
 
 
@@ -22,7 +31,8 @@ class Transformer(Model):
 
     It builds its own masks from ``pad_id``: the source padding mask for the
     encoder's self-attention and the decoder's cross-attention, the combined
-    look-ahead + target padding mask for the decoder's self-attention.
+    look-ahead + target padding mask for the decoder's self-attention (the look-ahead
+    mask alone with ``mask_target_padding=False``).
 
     Args:
         num_layers: layers in the encoder and in the decoder.
@@ -35,6 +45,14 @@ class Transformer(Model):
         dropout: dropout rate.
         pad_id: the padding token id, in both vocabularies: an int below both
             vocabulary sizes (checked here).
+        activation, layer_norm_eps: the feed-forward activation and the layer norms' epsilon
+            of every layer (see :class:`EncoderLayer`; Marian: ``"silu"`` and 1e-5).
+        mask_target_padding: whether the decoder's self-attention blocks the target tokens
+            equal to ``pad_id``. ``False`` applies the look-ahead mask alone, as Hugging Face
+            does without a ``decoder_attention_mask``: for a decoder that starts from ``<pad>``
+            (Marian's ``decoder_start_token_id`` is its ``pad_token_id``), whose first query
+            would otherwise see no key at all. The logits at the real positions of right-padded
+            targets are the same either way: a query never sees the later positions.
 
     Call:
         ``model(src_tokens, tgt_tokens)`` returns the logits; so does
@@ -54,13 +72,20 @@ class Transformer(Model):
     """
 
     def __init__(self, num_layers, d_model, num_heads, dff, input_vocab_size,
-                 target_vocab_size, max_len, dropout=0.1, pad_id=0):
+                 target_vocab_size, max_len, dropout=0.1, pad_id=0, *, activation="relu",
+                 layer_norm_eps=LAYER_NORM_EPSILON, mask_target_padding=True):
         super().__init__()
         self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
         self.input_vocab_size, self.target_vocab_size = input_vocab_size, target_vocab_size
         self.max_len, self.dropout, self.pad_id = max_len, dropout, pad_id
-        self.encoder = Encoder(num_layers, d_model, num_heads, dff, input_vocab_size, max_len, dropout)
-        self.decoder = Decoder(num_layers, d_model, num_heads, dff, target_vocab_size, max_len, dropout)
+        self.activation = check_activation(activation)
+        self.layer_norm_eps = check_epsilon(layer_norm_eps)
+        self.mask_target_padding = check_flag("mask_target_padding", mask_target_padding)
+        options = {"activation": activation, "layer_norm_eps": layer_norm_eps}
+        self.encoder = Encoder(num_layers, d_model, num_heads, dff, input_vocab_size, max_len, dropout,
+                               **options)
+        self.decoder = Decoder(num_layers, d_model, num_heads, dff, target_vocab_size, max_len, dropout,
+                               **options)
         self.final_layer = dense(d_model, target_vocab_size)
         check_pad_id(pad_id, min(input_vocab_size, target_vocab_size))
 
@@ -70,7 +95,8 @@ class Transformer(Model):
         src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
-        tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
+        look_ahead = create_look_ahead_mask(tgt_tokens.shape[1]).to(tgt_tokens.device)  # (tgt_len, tgt_len)
+        tgt_mask = torch.maximum(look_ahead, self._target_padding(tgt_tokens))  # (batch, 1, tgt_len, tgt_len)
         if not return_attention:  # no weights formed: the fused kernel
             enc_output = self.encoder(src_tokens, mask=src_mask)
             dec_output = self.decoder(tgt_tokens, enc_output, look_ahead_mask=tgt_mask,
@@ -91,6 +117,16 @@ class Transformer(Model):
         tokens = token_ids(tokens).to(self.final_layer.weight.device)
         check_token_ids(tokens)
         return tokens
+
+    def _target_padding(self, tgt_tokens):
+        """The target keys blocked as padding: 1.0 where ``tgt_tokens == pad_id``, none at all
+        with ``mask_target_padding=False``.
+
+        Shape:
+            tgt_tokens (batch, new) int -> (batch, 1, 1, new) float32.
+        """
+        mask = create_padding_mask(tgt_tokens, self.pad_id)  # (batch, 1, 1, new)
+        return mask if self.mask_target_padding else torch.zeros_like(mask)
 
     def encode(self, src_tokens):
         """Run the encoder once. Returns ``(enc_output, src_mask)``.
@@ -126,7 +162,7 @@ class Transformer(Model):
         """
         tgt_tokens = self._as_tokens(tgt_tokens)
         past, new = state["tgt_pad"].shape[-1], tgt_tokens.shape[1]
-        tgt_pad = torch.cat([state["tgt_pad"], create_padding_mask(tgt_tokens, self.pad_id)], dim=-1)
+        tgt_pad = torch.cat([state["tgt_pad"], self._target_padding(tgt_tokens)], dim=-1)
         look_ahead = create_look_ahead_mask(past + new)[past:].to(tgt_tokens.device)  # (new, past + new)
         mask = torch.maximum(look_ahead, tgt_pad)  # (batch, 1, new, past + new)
         x, layers = self.decoder.step(tgt_tokens, state["layers"], mask, state["src_mask"])
@@ -139,4 +175,37 @@ class Transformer(Model):
                 "num_heads": self.num_heads, "dff": self.dff,
                 "input_vocab_size": self.input_vocab_size,
                 "target_vocab_size": self.target_vocab_size, "max_len": self.max_len,
-                "dropout": self.dropout, "pad_id": self.pad_id}
+                "dropout": self.dropout, "pad_id": self.pad_id, "activation": self.activation,
+                "layer_norm_eps": self.layer_norm_eps, "mask_target_padding": self.mask_target_padding}
+
+
+def marian_from_huggingface(source, config=None):
+    """A course :class:`Transformer` with the configuration and weights of a Hugging Face Marian.
+
+    Marian (the opus-mt translation models) is the paper's post-LN encoder-decoder with an
+    activation (SiLU in opus-mt), PyTorch's layer-norm epsilon (1e-5) and a bias on the logits:
+    the model returned has ``activation``, ``layer_norm_eps=1e-5`` and
+    ``mask_target_padding=False`` (the decoder starts from ``<pad>``), and computes Hugging
+    Face's logits. Its ``d_model`` features are Marian's in another order (Marian's position
+    table holds the sines and the cosines in two halves, the course's interleaves them): the
+    mapping and the reasons are in ``course_pkg.common.marian_checkpoint``. Decode with the
+    configuration's ids, ``bos_id=config.decoder_start_token_id``, ``eos_id=config.eos_token_id``
+    and ``pad_id=config.pad_token_id`` (the dict ``decoding_ids(config)`` of that module), as
+    ``greedy_decode(model, src, **decoding_ids(config))``.
+
+    Args:
+        source: a ``transformers`` ``MarianMTModel`` or ``MarianModel``, or its state dict.
+        config: its ``MarianConfig`` (or the config's dict); taken from ``source`` when it is a model.
+
+    Returns:
+        The course model, in eval mode.
+
+    Raises:
+        ValueError: the configuration is another family's (its ``model_type``), lacks a size, or
+            asks for what the course's Transformer does not compute (encoder and decoder of other
+            sizes, another activation, pre-LN ``normalize_before``, an embedding layer norm; the
+            message names the key); an entry is missing, unexpected, of another shape than the
+            configuration gives it, or a tied copy differs (the message names the checkpoint's own
+            key). ``TypeError``: an entry is not numbers. No model is returned then.
+    """
+    return _marian.marian_from_huggingface(Transformer, source, config).eval()
