@@ -536,3 +536,25 @@ def test_masked_attention_solution_gives_no_nan_on_a_fully_blocked_row():
     assert not np.isnan(output).any() and not np.isnan(weights).any()
     assert not weights[1].any() and not output[1].any()
     np.testing.assert_allclose(weights.sum(axis=-1), [1.0, 0.0, 1.0])
+
+
+def test_viterbi_split_rejects_greedy_and_fewest_pieces_for_every_seed():
+    """Exercise 7.4's parameters tell the best split from the usual wrong ones, for any edition:
+    greedy longest match and the split with the fewest pieces each fail on some word; the best
+    split never ties (every other scores at least MARGIN less), so float sums cannot flip it."""
+    from course_pkg.exercises.subword_splits import MARGIN, fewest_pieces, greedy_split, splits
+
+    def ids_of(split_rule):
+        def answer(pieces, word):
+            table = dict(pieces)
+            return [[piece for piece, _ in pieces].index(p) for p in split_rule(table, word)]
+        return answer
+
+    for seed in range(25):
+        params = catalog.get("7.4").params(seed)
+        for rule in (greedy_split, fewest_pieces):
+            with pytest.raises(AssertionError, match=r"^Exercise 7\.4: viterbi_split\(\.\.\.\)\[\d\]"):
+                _quiet_check("7.4", ids_of(rule), params)
+        for word in params["words"]:
+            scores = sorted((score for score, _ in splits(dict(params["pieces"]), word)), reverse=True)
+            assert scores[0] - scores[1] >= MARGIN - 1e-9, (seed, word)

@@ -1,4 +1,4 @@
-"""Chapter 7's optional online cells (section 7.8, "More data, online"), run offline.
+"""Chapter 7's optional online cells (section 7.9, "More data, online"), run offline.
 
 nbval skips these cells (they need the network and a GPU), so nothing else runs their code. Here
 they run from the notebook's own source against stand-ins: the chapter's earlier names on a few

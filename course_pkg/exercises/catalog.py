@@ -23,6 +23,7 @@ from .. import data, subword
 from .. import reference as ref
 from ..data import BOS_ID, EOS_ID, PAD_ID
 from .language_models import SPECS as LANGUAGE_MODEL_SPECS
+from .subword_splits import SPECS as SUBWORD_SPLIT_SPECS
 
 BOOK_SEED = 0  # the parameters printed in the book
 
@@ -343,6 +344,7 @@ EXERCISES = [
     Exercise(
         "7.3", "07_tokenization", "WordPiece: greedy longest match", 3, "wordpiece_encode", _wordpiece_draw,
         _wordpiece_ids, call=_per_word, exact=True),
+    *(Exercise(**spec) for spec in SUBWORD_SPLIT_SPECS),  # 7.4: subword_splits.py
     # 8. model families
     Exercise(
         "8.1", "08_families", "A prefix-LM mask for prompts and padding", 3, "prefix_lm_mask",
