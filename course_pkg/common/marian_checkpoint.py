@@ -5,17 +5,19 @@ build the course ``Transformer`` of chapters 4-6 from a ``MarianConfig`` and loa
 module maps, reusing the ``Reader``, ``check_config``, ``split_source`` and ``load_into`` of
 :mod:`course_pkg.common.huggingface`. Nothing here imports ``transformers`` (nor a framework).
 
-Marian (the opus-mt translation models) is the paper's encoder-decoder: post-LN layers,
-sinusoidal positions, token embeddings scaled by √d_model, shared embeddings tied to the output
-projection. What it adds is an activation (``"swish"``, SiLU, in opus-mt), PyTorch's layer-norm
-epsilon (1e-5), a bias on the logits (``final_logits_bias``) and a decoder that starts from
-``<pad>`` (``decoder_start_token_id`` = ``pad_token_id``). The course's ``Transformer`` takes the
-first two as options (``activation``, ``layer_norm_eps``); its ``final_layer`` has a bias already;
-``mask_target_padding=False`` gives the decoder the look-ahead mask alone, as Hugging Face does
-when no ``decoder_attention_mask`` is passed (with the target padding mask, the start token
-``<pad>`` would be blocked and the first query would see no key at all).
+Marian (the opus-mt translation models) is the paper's encoder-decoder: post-LN layers, sinusoidal
+positions, token embeddings scaled by √d_model, shared embeddings tied to the output projection.
+Hugging Face's port of it (``MarianMTModel``, whose logits the loader reproduces) adds an
+activation (``"swish"``, SiLU, in opus-mt), PyTorch's default layer-norm epsilon (1e-5; the Marian
+toolkit's own layer norms use a smaller one), a bias on the logits (``final_logits_bias``) and a
+decoder that starts from ``<pad>`` (``decoder_start_token_id`` = ``pad_token_id``). The course's
+``Transformer`` takes the first two as options (``activation``, ``layer_norm_eps``); its
+``final_layer`` has a bias already; ``mask_target_padding=False`` gives the decoder the look-ahead
+mask alone, as Hugging Face does when no ``decoder_attention_mask`` is passed (with the target
+padding mask, the start token ``<pad>`` would be blocked and the first query would see no key at
+all).
 
-**Sines and cosines in two halves.** Marian's position table puts the sines in the first
+**Sines and cosines in two halves.** Hugging Face's Marian position table puts the sines in the first
 ``ceil(d_model / 2)`` features and the cosines in the rest; the course's
 ``positional_encoding`` interleaves them (sine in feature 2i, cosine in 2i + 1, at the same
 frequency). The two tables hold the same columns in another order: course feature ``2i`` is
@@ -92,7 +94,7 @@ ACTIVATIONS = {"swish": "silu", "silu": "silu", "relu": "relu", "gelu": "gelu", 
 # Keys of older Marian/BART configurations and the only value the course computes.
 FIXED = {"normalize_before": False, "normalize_embedding": False, "layernorm_embedding": False,
          "add_final_layer_norm": False, "add_bias_logits": False, "static_position_embeddings": True}
-# The layer norms of Marian are torch.nn.LayerNorm's, of epsilon 1e-5 (there is no key for it).
+# Hugging Face's Marian layer norms are torch.nn.LayerNorm's, of epsilon 1e-5 (there is no key for it).
 LAYER_NORM_EPS = 1e-5
 # The sizes a Marian configuration must give (positive ints).
 SIZES = ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",

@@ -205,7 +205,8 @@ class AttentionDecoder(Layer):
     The query is the *previous* state for every score (Bahdanau's order; Luong
     et al. query with the new state and add an attentional layer): one decoder,
     only the score changes. The keys' half of the score (``attention.project_keys``)
-    does not depend on the state: it is computed once per call, not at every step.
+    does not depend on the state: it is computed once per call, not at every step (once per
+    sentence under teacher forcing; decoding token by token calls the decoder once per token).
 
     Args:
         vocab_size: target vocabulary size (the logits' last axis).
@@ -253,12 +254,13 @@ class AttentionDecoder(Layer):
         check_state(state.shape, self.units, "state")
         check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
         x = self.embedding(tokens)  # (batch, tgt_len, embedding_dim)
-        keys = self.attention.project_keys(enc_output)  # once per sentence, not per step
+        projected_keys = self.attention.project_keys(enc_output)  # once per call, not per step
 
         def step(carry, x_t):  # x_t (batch, embedding_dim): one time step, run by tf.scan
             state, _ = carry
-            context, w = self.attention(state[:, tf.newaxis, :], enc_output, padding_mask, keys,
-                                        training=training)  # (batch, 1, units), (batch, 1, src_len)
+            context, w = self.attention(  # (batch, 1, units), (batch, 1, src_len)
+                state[:, tf.newaxis, :], enc_output, padding_mask, projected_keys=projected_keys,
+                training=training)
             state, _ = self.rnn(tf.concat([x_t, context[:, 0]], axis=-1), state,
                                 training=training)  # (batch, units)
             return state, w[:, 0]

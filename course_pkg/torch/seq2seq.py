@@ -200,7 +200,8 @@ class AttentionDecoder(Layer):
     The query is the *previous* state for every score (Bahdanau's order; Luong
     et al. query with the new state and add an attentional layer): one decoder,
     only the score changes. The keys' half of the score (``attention.project_keys``)
-    does not depend on the state: it is computed once per call, not at every step.
+    does not depend on the state: it is computed once per call, not at every step (once per
+    sentence under teacher forcing; decoding token by token calls the decoder once per token).
 
     Args:
         vocab_size: target vocabulary size (the logits' last axis).
@@ -244,11 +245,11 @@ class AttentionDecoder(Layer):
         check_state(state.shape, self.units, "state")
         check_batch(tokens.shape[0], enc_output=enc_output.shape, state=state.shape)
         x = self.embedding(tokens)  # (batch, tgt_len, embedding_dim)
-        keys = self.attention.project_keys(enc_output)  # once per sentence, not per step
+        projected_keys = self.attention.project_keys(enc_output)  # once per call, not per step
         states, weights = [], []
         for t in range(tokens.shape[1]):
-            context, w = self.attention(state[:, None, :], enc_output, padding_mask,
-                                        keys)  # (batch, 1, units), (batch, 1, src_len)
+            context, w = self.attention(  # (batch, 1, units), (batch, 1, src_len)
+                state[:, None, :], enc_output, padding_mask, projected_keys=projected_keys)
             state = self.rnn(torch.cat([x[:, t], context[:, 0]], dim=-1), state)  # (batch, units)
             states.append(state)
             weights.append(w[:, 0])
