@@ -25,6 +25,7 @@ import os
 import struct
 
 from ..common.files import atomic_open
+from .vocab_files import read_bytes
 
 __all__ = ["PIECE_TYPES", "SPACE", "Charsmap", "Normalizer", "f32", "read_sentencepiece_model",
            "write_sentencepiece_model"]
@@ -122,18 +123,6 @@ def _message(data, fields, where) -> dict:
     return {name: found.get(name, default) for name, _, default in fields.values()}
 
 
-def _read_bytes(path) -> bytes:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"model_file must be a str or os.PathLike, got {type(path).__name__}")
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"SentencePiece model not found: {path}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"SentencePiece model {path} is a folder, expected a .model file")
-    with open(path, "rb") as file:
-        return file.read()
-
-
 def read_sentencepiece_model(model_file) -> dict:
     """Read a SentencePiece ``.model`` file (a serialized ``ModelProto``) of any model type.
 
@@ -150,7 +139,7 @@ def read_sentencepiece_model(model_file) -> dict:
             ``.vocab`` or JSON file; no ``trainer_spec`` or ``normalizer_spec``, which
             ``sentencepiece`` writes after the pieces), no pieces, a type out of range.
     """
-    data = _read_bytes(model_file)
+    data = read_bytes(model_file, "SentencePiece model", "model_file")
     path = os.fspath(model_file)
     if not data:
         raise ValueError(f"{path} is empty: expected a SentencePiece .model file")

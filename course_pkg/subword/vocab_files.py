@@ -25,17 +25,26 @@ MERGES_HEADER = "#version: 0.2"
 """The first line of GPT-2's ``merges.txt`` (and of the files ``tokenizers`` writes)."""
 
 
-def read_text(path, what) -> str:
-    """The UTF-8 text of ``path``; ``FileNotFoundError`` or ``ValueError`` naming it and ``what`` it is."""
+def read_bytes(path, what, argument=None) -> bytes:
+    """The bytes of file ``path``: ``TypeError`` naming ``argument`` (or "the ``what`` path") for a
+    path that is not a str or ``os.PathLike``, ``FileNotFoundError`` / ``IsADirectoryError`` naming it
+    and ``what`` it is."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"the {what} path must be a str or os.PathLike, got {type(path).__name__}")
+        name = argument or f"the {what} path"
+        raise TypeError(f"{name} must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{what} not found: {path}")
     if os.path.isdir(path):
         raise IsADirectoryError(f"{what} {path} is a folder, expected a file")
     with open(path, "rb") as file:
-        data = file.read()
+        return file.read()
+
+
+def read_text(path, what) -> str:
+    """The UTF-8 text of ``path``; ``FileNotFoundError`` or ``ValueError`` naming it and ``what`` it is."""
+    data = read_bytes(path, what)
+    path = os.fspath(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
