@@ -23,7 +23,7 @@ from ..common.checks import (
 from .base import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder
-from .masks import create_look_ahead_mask, create_padding_mask
+from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask
 from .tokens import check_token_ids, token_ids
 
 
@@ -98,8 +98,10 @@ class Transformer(Model):
         src_tokens, tgt_tokens = self._as_tokens(src_tokens), self._as_tokens(tgt_tokens)
         check_batch(src_tokens.shape[0], tgt_tokens=tgt_tokens.shape)
         src_mask = create_padding_mask(src_tokens, self.pad_id)  # (batch, 1, 1, src_len)
-        look_ahead = create_look_ahead_mask(tf.shape(tgt_tokens)[1])  # (tgt_len, tgt_len)
-        tgt_mask = tf.maximum(look_ahead, self._target_padding(tgt_tokens))  # (batch, 1, tgt_len, tgt_len)
+        if self.mask_target_padding:  # look-ahead + target padding
+            tgt_mask = create_combined_mask(tgt_tokens, self.pad_id)  # (batch, 1, tgt_len, tgt_len)
+        else:  # the look-ahead mask alone (a decoder that starts from <pad>)
+            tgt_mask = create_look_ahead_mask(tf.shape(tgt_tokens)[1])  # (tgt_len, tgt_len)
         if not return_attention:  # no weights formed: the fused kernel
             enc_output = self.encoder(src_tokens, mask=src_mask, training=training)
             dec_output = self.decoder(tgt_tokens, enc_output, look_ahead_mask=tgt_mask, padding_mask=src_mask,
