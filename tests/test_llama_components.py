@@ -179,6 +179,18 @@ def _repeated_heads(params, kv_heads):
     return plain
 
 
+def test_reference_grouped_query_attention_with_its_defaults_is_the_papers_attention():
+    rng = np.random.default_rng(3)
+    params = {f"{name}.{part}": rng.normal(size=shape) for name in ("wq", "wk", "wv", "wo")
+              for part, shape in (("kernel", (D_MODEL, D_MODEL)), ("bias", (D_MODEL,)))}
+    mask = ref.create_padding_mask(np.array([[3, 4, 5, 0], [1, 2, 3, 4]]))
+    paper = ref.multi_head_attention(params, X, ENC, ENC, HEADS, mask)
+    options = ref.grouped_query_attention(params, X, ENC, ENC, HEADS, mask)
+    assert all(np.array_equal(a, b) for a, b in zip(paper, options))
+    rotated = ref.grouped_query_attention(params, X, X, X, HEADS, num_kv_heads=HEADS, rope_theta=1e4)
+    assert not np.allclose(rotated[0], ref.multi_head_attention(params, X, X, X, HEADS)[0])  # rotated
+
+
 @pytest.mark.parametrize("kv_heads", [2, 1])
 def test_grouped_query_attention_is_attention_with_repeated_kv_heads(fw, kv_heads, record_error):
     gqa, params = with_weights(fw, "MultiHeadAttention", D_MODEL, HEADS, num_kv_heads=kv_heads)
@@ -192,7 +204,7 @@ def test_grouped_query_attention_is_attention_with_repeated_kv_heads(fw, kv_head
     assert weights.shape == (2, HEADS, 6, 4)  # after the repeat
     k, v = fw.call(gqa.project_kv, ENC, ENC)
     assert k.shape == v.shape == (2, kv_heads, 4, DEPTH)  # the cache keeps kv heads only
-    expected = ref.multi_head_attention(f64(params), X, ENC, ENC, HEADS, mask, num_kv_heads=kv_heads)
+    expected = ref.grouped_query_attention(f64(params), X, ENC, ENC, HEADS, mask, num_kv_heads=kv_heads)
     e_ref = record_error(f"GQA {kv_heads} {fw.name} vs ref", max_abs_diff((out, weights), expected))
     assert e <= PARITY_ATOL and e_ref <= PARITY_ATOL
 
@@ -223,8 +235,8 @@ def test_attention_with_rope_equals_the_reference(fw, options, record_error):
     for positions in (None, POSITIONS):
         kw = {} if positions is None else {"positions": positions}
         out = fw.call(layer, X, X, X, mask=CAUSAL, **kw)
-        expected = ref.multi_head_attention(f64(params), X, X, X, HEADS, CAUSAL, options.get("num_kv_heads"),
-                                            options["rope_theta"], positions)
+        expected = ref.grouped_query_attention(f64(params), X, X, X, HEADS, CAUSAL,
+                                               options.get("num_kv_heads"), options["rope_theta"], positions)
         e = record_error(f"MHA {options} {positions is None} {fw.name} vs ref", max_abs_diff(out, expected))
         # float32 rounding of the rotation angles and of outputs of a few units: a bound relative
         # to the largest output (TensorFlow 2.19 with Keras 3.10 reaches 1.2e-5)

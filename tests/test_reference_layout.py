@@ -43,6 +43,7 @@ PUBLIC_NAMES += ["apply_rotary", "rms_norm", "rotary_cos_sin", "rotate_half", "s
 PUBLIC_NAMES += ["llama", "llama_block"]  # the Llama model (issue 28)
 PUBLIC_NAMES += ["kv_cache_bytes", "repeat_kv", "rope_rotate"]  # answers of exercises 8.4 to 8.6 (issue 28)
 PUBLIC_NAMES += ["perplexity"]  # the answer of exercise 8.7 (issue 34)
+PUBLIC_NAMES += ["grouped_query_attention"]  # today's options, apart from the paper's attention (issue 36)
 
 # Modules of course_pkg/reference/ without a twin of the same name, each with its reason. None today:
 # the building blocks (dense, layer norm, sub) live in _layers.py as the twins' leaf layers do.

@@ -35,6 +35,7 @@ grouped-query repeat and the perplexity are also the reference answers of the co
 
 from .attention import (
     combine_heads,
+    grouped_query_attention,
     multi_head_attention,
     repeat_kv,
     scaled_dot_product_attention,
@@ -82,6 +83,7 @@ __all__ = [
     "create_padding_mask", "create_look_ahead_mask", "create_combined_mask", "prefix_lm_mask",
     # attention
     "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "multi_head_attention",
+    "grouped_query_attention",
     # the building blocks (base), positions, the feed-forward network
     "LAYER_NORM_EPSILON", "dense", "sub", "layer_norm",
     "positional_encoding", "positional_embedding", "learned_positional_encoding",
@@ -98,7 +100,7 @@ __all__ = [
     "teacher_forcing", "log_softmax", "smoothed_targets", "masked_loss", "noam_learning_rate", "greedy_step",
     "perplexity",
     # Llama's components: RMSNorm, rotary position embeddings, SiLU (grouped-query attention and the
-    # gated feed-forward are options of multi_head_attention and feed_forward)
+    # gated feed-forward: grouped_query_attention and feed_forward's option)
     "rms_norm", "rotary_cos_sin", "rotate_half", "apply_rotary", "silu",
     # Llama: a block and the decoder-only model; the exercises' RoPE by hand, KV-cache bytes, repeat_kv
     "llama_block", "llama", "rope_rotate", "kv_cache_bytes", "repeat_kv",

@@ -45,13 +45,28 @@ def combine_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(batch, seq, heads * depth)
 
 
-def multi_head_attention(params, query, key, value, num_heads, mask=None, num_kv_heads=None,
-                         rope_theta=None, positions=None):
-    """Multi-head attention with the weights ``wq, wk, wv, wo`` in ``params`` (biases where present).
+def multi_head_attention(params, query, key, value, num_heads, mask=None):
+    """Multi-head attention of Vaswani et al. (2017) with the weights ``wq, wk, wv, wo`` in ``params``
+    (biases where present): project, split into heads, attend in every head, concatenate, project.
+
+    Shape: (batch, Tq, d_model), (batch, Tk, d_model) x2 -> (batch, Tq, d_model), (batch, heads, Tq, Tk).
+    """
+    query, key, value = (np.asarray(a, np.float64) for a in (query, key, value))
+    q = split_heads(dense(params, query, "wq"), num_heads)  # (batch, heads, Tq, depth)
+    k = split_heads(dense(params, key, "wk"), num_heads)  # (batch, heads, Tk, depth)
+    v = split_heads(dense(params, value, "wv"), num_heads)  # (batch, heads, Tk, depth)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, Tq, depth), (.., Tq, Tk)
+    return dense(params, combine_heads(out), "wo"), weights  # (batch, Tq, d_model)
+
+
+def grouped_query_attention(params, query, key, value, num_heads, mask=None, num_kv_heads=None,
+                            rope_theta=None, positions=None):
+    """Multi-head attention with the options of today's decoders (chapter 8, section 8.10).
 
     ``num_kv_heads`` key/value heads (grouped-query attention), each repeated for its
     ``num_heads // num_kv_heads`` query heads; with ``rope_theta``, queries and keys rotated to
     ``positions`` (default 0 .. T - 1; one positions array for both, as in self-attention).
+    With ``num_kv_heads=None`` and ``rope_theta=None`` it is ``multi_head_attention``.
 
     Shape: (batch, Tq, d_model), (batch, Tk, d_model) x2, positions (batch or 1, T) ->
     (batch, Tq, d_model), (batch, heads, Tq, Tk).
@@ -64,8 +79,8 @@ def multi_head_attention(params, query, key, value, num_heads, mask=None, num_kv
         positions = np.arange(q.shape[2])[np.newaxis] if positions is None else np.asarray(positions)
         cos, sin = rotary_cos_sin(positions, q.shape[-1], rope_theta)  # (batch, T, depth) each
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-    k = np.repeat(k, num_heads // num_kv_heads, axis=1)  # (batch, heads, Tk, depth): head h reads h // groups
-    v = np.repeat(v, num_heads // num_kv_heads, axis=1)
+    k = repeat_kv(k, num_heads // num_kv_heads)  # (batch, heads, Tk, depth): head h reads h // groups
+    v = repeat_kv(v, num_heads // num_kv_heads)
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     return dense(params, combine_heads(out), "wo"), weights
 

@@ -2,13 +2,13 @@
 the decoder-only model under the causal mask, in float64.
 
 Mirrors ``course_pkg.torch.llama`` and ``course_pkg.tensorflow.llama``; the components are
-:func:`rms_norm`, :func:`multi_head_attention` (``num_kv_heads``, ``rope_theta``) and
+:func:`rms_norm`, :func:`grouped_query_attention` (``num_kv_heads``, ``rope_theta``) and
 :func:`feed_forward` (``gated``).
 """
 
 import numpy as np
 
-from .attention import multi_head_attention
+from .attention import grouped_query_attention
 from .base import sub
 from .feed_forward import feed_forward
 from .masks import create_look_ahead_mask
@@ -24,8 +24,8 @@ def llama_block(params, x, num_heads, mask=None, positions=None, num_kv_heads=No
     (batch, seq, d_model), attention weights (batch, heads, seq, seq).
     """
     h = rms_norm(sub(params, "attention_norm"), x, eps)
-    attn, weights = multi_head_attention(sub(params, "attention"), h, h, h, num_heads, mask, num_kv_heads,
-                                         rope_theta, positions)
+    attn, weights = grouped_query_attention(sub(params, "attention"), h, h, h, num_heads, mask, num_kv_heads,
+                                            rope_theta, positions)
     x = x + attn
     h = rms_norm(sub(params, "ffn_norm"), x, eps)
     return x + feed_forward(sub(params, "feed_forward"), h, "silu", gated=True), weights
