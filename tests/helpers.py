@@ -1,4 +1,5 @@
-"""Constants, example inputs, oracles and framework adapters shared by the test modules.
+"""Constants, example inputs, oracles and framework adapters shared by the test modules, and the
+book's exercise solutions (``book_answer``, ``quiet_check``) for the exercise tests.
 
 Test modules import from here (``from helpers import ...``); ``conftest.py`` holds only
 the fixtures and pytest hooks. ``tests/`` is on ``sys.path`` because pytest (import mode
@@ -12,6 +13,10 @@ written once and parametrized over ``fw`` (TensorFlow and PyTorch). The NumPy or
 ``course_pkg.reference`` is the third party in parity tests.
 """
 
+import contextlib
+import functools
+import io
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
@@ -359,3 +364,55 @@ def get_adapter(name):
     if name not in _ADAPTERS:
         _ADAPTERS[name] = ADAPTER_CLASSES[name]()
     return _ADAPTERS[name]
+
+
+# ---------------------------------------------------------------------------
+# The exercises: the book's solutions, run in-process by exercises.check.
+# ---------------------------------------------------------------------------
+BOOK_DIR = Path(__file__).resolve().parent.parent / "book"
+
+
+@functools.lru_cache(maxsize=None)
+def book_solutions() -> dict:
+    """{exercise id: the source of its solution cell} from the book's chapter notebooks."""
+    from course_pkg.exercises.notebooks import exercise_of, find_chapters, read_notebook, source_text
+
+    found = {}
+    for path in find_chapters(BOOK_DIR):
+        for cell in read_notebook(path)["cells"]:
+            ex_id, role = exercise_of(cell)
+            if role == "solution":
+                found[ex_id] = source_text(cell)
+    return found
+
+
+def book_answer(ex_id):
+    """The function that the book's solution of exercise ``ex_id`` defines."""
+    from course_pkg import exercises
+
+    namespace = {"np": np}
+    exec(book_solutions()[ex_id], namespace)
+    return namespace[exercises.get(ex_id).answer]
+
+
+def quiet_check(ex_id, answer, params) -> str:
+    """What ``exercises.check`` prints for ``answer`` on ``params`` (its AssertionError raised)."""
+    from course_pkg import exercises
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exercises.check(ex_id, answer, **params)
+    return out.getvalue()
+
+
+def probe_reason(ex_id, answer, seed, folder) -> str:
+    """The grader's verdict on ``answer`` for ``seed``: why it fails, or ``""``. The grader's own
+    probe cell runs here, in-process (no kernel), so the results reach ``score_probe`` serialised
+    and read back as they do from a student's kernel; ``folder`` holds the probe's file."""
+    import json
+
+    from course_pkg.exercises import get, grading
+
+    exercise = get(ex_id)
+    out = Path(folder) / f"probe-{ex_id}.json"
+    exec(grading.probe_cell(exercise, seed, out).source, {exercise.answer: answer})
+    return grading.score_probe(exercise, seed, json.loads(out.read_text(encoding="utf-8")))

@@ -2,14 +2,14 @@
 
 Fast tests run the book's solutions in-process; the grading tests start Jupyter kernels
 (about 10 s per notebook) and the student-site test runs Jupyter Book once (about a minute).
+Each exercise's own answers, draws and feedback are tested in test_exercise_answers.py (8.9's in
+test_exercises_checkpoints.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
-import io
 import json
 import re
 import shutil
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import book_answer, book_solutions, quiet_check
 
 from course_pkg import exercises
-from course_pkg import reference as ref
-from course_pkg.exercises import catalog
 from course_pkg.exercises.__main__ import main as cli
 from course_pkg.exercises.notebooks import (
     APPENDICES,
@@ -42,30 +41,7 @@ CHAPTERS = find_chapters(BOOK)
 SEED = 7
 
 
-def _book_solutions():
-    """{exercise id: solution cell source} from the chapter notebooks."""
-    found = {}
-    for path in CHAPTERS:
-        for cell in read_notebook(path)["cells"]:
-            ex_id, role = exercise_of(cell)
-            if role == "solution":
-                found[ex_id] = source_text(cell)
-    return found
-
-
-SOLUTIONS = _book_solutions()
-
-
-def _answer(ex_id):
-    namespace = {"np": np}
-    exec(SOLUTIONS[ex_id], namespace)
-    return namespace[exercises.get(ex_id).answer]
-
-
-def _quiet_check(ex_id, answer, params):
-    with contextlib.redirect_stdout(io.StringIO()) as out:
-        exercises.check(ex_id, answer, **params)
-    return out.getvalue()
+SOLUTIONS = book_solutions()
 
 
 def _digest(folder):
@@ -136,13 +112,17 @@ def test_book_cells_match_the_catalog(path):
 
 @pytest.mark.parametrize("ex_id", [e.id for e in exercises.EXERCISES])
 def test_book_solutions_pass_for_every_seed(ex_id):
-    answer, exercise = _answer(ex_id), exercises.get(ex_id)
+    answer, exercise = book_answer(ex_id), exercises.get(ex_id)
     for seed in range(25):
-        out = _quiet_check(ex_id, answer, exercise.params(seed))
+        out = quiet_check(ex_id, answer, exercise.params(seed))
         assert out.endswith(f"correct, {exercise.points}/{exercise.points} points\n")
 
 
 def _perturbed(value):
+    if isinstance(value, str):  # a name: another name
+        return value + "_"
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return [_perturbed(value[0])] + value[1:]
     if isinstance(value, tuple):
         return (_perturbed(value[0]),) + tuple(value[1:])
     if isinstance(value, list) and value and isinstance(value[0], (list, tuple)):
@@ -154,7 +134,7 @@ def _perturbed(value):
 
 @pytest.mark.parametrize("ex_id", [e.id for e in exercises.EXERCISES])
 def test_check_rejects_wrong_answers(ex_id):
-    answer, exercise = _answer(ex_id), exercises.get(ex_id)
+    answer, exercise = book_answer(ex_id), exercises.get(ex_id)
     params = exercise.params(SEED)
     if exercise.call is None:
         def wrong(**kw):
@@ -167,9 +147,9 @@ def test_check_rejects_wrong_answers(ex_id):
         def wrong(*args):
             return next(values)
     with pytest.raises(AssertionError, match=rf"^Exercise {re.escape(ex_id)}: "):
-        _quiet_check(ex_id, wrong, params)
+        quiet_check(ex_id, wrong, params)
     with pytest.raises(AssertionError, match="returned None"):
-        _quiet_check(ex_id, lambda *a, **k: None, params)
+        quiet_check(ex_id, lambda *a, **k: None, params)
 
 
 def test_check_messages_say_what_differs():
@@ -177,109 +157,25 @@ def test_check_messages_say_what_differs():
     size = params["size"]
     with pytest.raises(AssertionError,
                        match=rf"has shape \({size}, {size + 1}\), expected \({size}, {size}\)"):
-        _quiet_check("3.2", lambda size: np.zeros((size, size + 1)), params)
+        quiet_check("3.2", lambda size: np.zeros((size, size + 1)), params)
     with pytest.raises(AssertionError, match=r"values differ from the reference; first at index \(0, 1\): "
                                              r"got 0\.0, expected 1\.0"):
-        _quiet_check("3.2", lambda size: np.zeros((size, size)), params)
+        quiet_check("3.2", lambda size: np.zeros((size, size)), params)
     with pytest.raises(AssertionError, match="must be a function"):
-        _quiet_check("3.2", np.zeros((size, size)), params)
+        quiet_check("3.2", np.zeros((size, size)), params)
     with pytest.raises(KeyError, match="no exercise '9.9'"):
         exercises.check("9.9", print)
 
 
 @pytest.mark.parametrize("ex_id", ["3.3", "4.2", "5.1", "6.3", "8.1", "8.2", "8.3", "8.8"])
 def test_check_accepts_framework_tensors(fw, ex_id):
-    answer, exercise = _answer(ex_id), exercises.get(ex_id)
+    answer, exercise = book_answer(ex_id), exercises.get(ex_id)
 
     def as_tensor(value):
         return tuple(as_tensor(v) for v in value) if isinstance(value, tuple) else fw.tensor(value)
 
-    out = _quiet_check(ex_id, lambda **kw: as_tensor(answer(**kw)), exercise.params(SEED))
+    out = quiet_check(ex_id, lambda **kw: as_tensor(answer(**kw)), exercise.params(SEED))
     assert "correct" in out
-
-
-def test_parameter_counts_match_the_course_layers(fw):
-    """The reference's formulas (the exercises' answers) count the parameters of the course's own
-    layers (and GRU's)."""
-    def count(layer):
-        if fw.name == "torch":
-            return sum(p.numel() for p in layer.parameters())
-        return sum(int(np.prod(w.shape)) for w in layer.trainable_weights)
-
-    for d_model, dff in ((16, 24), (32, 128)):
-        assert count(fw.make("EncoderLayer", d_model, 4, dff)) == ref.encoder_layer_parameters(d_model, dff)
-        assert count(fw.make("DecoderLayer", d_model, 4, dff)) == ref.decoder_layer_parameters(d_model, dff)
-    if fw.name == "torch":
-        gru = fw.torch.nn.GRU(12, 20)
-    else:
-        gru = fw.keras.layers.GRU(20)
-        gru.build((None, None, 12))
-    assert count(gru) == ref.gru_parameters(12, 20)
-
-
-def test_training_answers_match_the_course(fw):
-    """The answers of exercises 6.1 to 6.3 (course_pkg.reference) are what the course computes."""
-    schedule = fw.cp.NoamSchedule(128, warmup_steps=400)
-    for step in (1, 200, 400, 1000):
-        assert float(schedule(step)) == pytest.approx(ref.noam_learning_rate(step, 128, 400), rel=1e-6)
-    params = exercises.get("6.2").params(SEED)
-    labels, logits = np.asarray(params["labels"]), np.asarray(params["logits"])
-    loss = fw.to_numpy(fw.cp.masked_loss(fw.tensor(labels), fw.tensor(logits)))
-    assert float(loss) == pytest.approx(exercises.get("6.2").expected(labels, logits), rel=1e-5)
-    smoothed = fw.to_numpy(fw.cp.masked_loss(fw.tensor(labels), fw.tensor(logits), label_smoothing=0.2))
-    targets = exercises.get("6.3").expected(labels, logits.shape[-1], 0.2)  # (batch, seq, vocab)
-    keep = labels != 0
-    expected = -((targets * ref.log_softmax(logits)).sum(-1) * keep).sum() / keep.sum()
-    assert float(smoothed) == pytest.approx(expected, rel=1e-5)
-    assert float(smoothed) == pytest.approx(ref.masked_loss(labels, logits, 0, 0.2), rel=1e-5)
-
-
-def test_family_answers_match_the_course(fw):
-    """The answers of exercises 8.1 to 8.3 (course_pkg.reference) are what the course computes:
-    the prefix-LM mask without a prompt is chapter 3's combined mask (and GPT's), top-k
-    probabilities are the softmax of GPT's ``top_k_filter``, and the masked-LM corruption is
-    ``data.mask_for_mlm`` for the same draws."""
-    from course_pkg import data
-
-    params = exercises.get("8.1").params(SEED)
-    tokens = np.asarray(params["tokens"])
-    combined = fw.to_numpy(fw.cp.create_combined_mask(fw.tensor(tokens)))
-    np.testing.assert_array_equal(ref.prefix_lm_mask(tokens, [0] * len(tokens)), combined)
-    prefix = ref.prefix_lm_mask(tokens, params["prompt_lengths"])
-    assert (prefix <= combined).all() and (prefix < combined).any()  # the prompt sees its future too
-
-    params = exercises.get("8.2").params(SEED)
-    logits = np.asarray(params["logits"], dtype=np.float32) / params["temperature"]
-    filtered = fw.to_numpy(fw.cp.top_k_filter(fw.tensor(logits), params["k"]))
-    np.testing.assert_allclose(ref.softmax(filtered.astype(np.float64)),
-                               exercises.get("8.2").expected(**params), rtol=1e-5, atol=1e-7)
-    for p in (0.5, 0.9):
-        kept = fw.to_numpy(fw.cp.top_p_filter(fw.tensor(logits), p))
-        np.testing.assert_allclose(ref.softmax(kept.astype(np.float64)), ref.top_p_probabilities(logits, p),
-                                   rtol=1e-5, atol=1e-7)
-
-    rows = data.pad_batch([[1, 7, 8, 9, 10, 11, 2], [1, 12, 13, 2], [1, 5, 6, 7, 2]])
-    rng = np.random.default_rng(SEED)
-    inputs, labels, positions = data.mask_for_mlm(rows, rng, 4, 30, rate=0.5)
-    again = np.random.default_rng(SEED)  # the same draws, in mask_for_mlm's order
-    select, action = again.random(rows.shape), again.random(rows.shape)
-    ordinary = np.array([i for i in range(30) if i not in (0, 1, 2, 3, 4)])
-    random_tokens = ordinary[again.integers(0, ordinary.size, rows.shape)]
-    expected = ref.mlm_inputs(rows, select, action, random_tokens, 4, 0.5)
-    np.testing.assert_array_equal(inputs, expected[0])
-    np.testing.assert_array_equal(labels, expected[1])
-    np.testing.assert_array_equal(positions, expected[1] > 0)
-
-
-def test_mlm_draws_cover_every_action():
-    """Exercise 8.3's parameters always choose a <mask>, a random and a kept token, and a draw
-    under the rate falls on a special token (which must be skipped)."""
-    for seed in range(50):
-        p = exercises.get("8.3").params(seed)
-        tokens, select, action = (np.asarray(p[k]) for k in ("tokens", "select_draws", "action_draws"))
-        chosen = (tokens > 4) & (select < p["rate"])
-        assert {0 if a < 0.8 else 1 if a < 0.9 else 2 for a in action[chosen]} == {0, 1, 2}
-        assert ((tokens <= 4) & (select < p["rate"])).any()
 
 
 def test_parameters_depend_on_the_seed_only():
@@ -517,44 +413,3 @@ def _readable(path):
     if path.suffix == ".html":
         return html.unescape(re.sub(r"<[^>]+>", "", text))
     return text
-
-
-def test_greedy_step_logits_have_a_single_largest_value_for_every_seed():
-    """tf.argmax promises no tie rule: the drawn logits never tie for a row's maximum."""
-    for seed in range(200):
-        logits = np.asarray(catalog.get("5.3").params(seed)["logits"])
-        top = logits.max(axis=-1, keepdims=True)
-        assert ((logits == top).sum(axis=-1) == 1).all(), f"seed {seed}: a tie for the largest logit"
-
-
-def test_masked_attention_solution_gives_no_nan_on_a_fully_blocked_row():
-    """The book's solution of 5.1 uses chapter 3's recipe: a fully blocked row is zeros, not NaN."""
-    rng = np.random.default_rng(0)
-    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
-    mask = [[0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]]  # the second query may attend to nothing
-    output, weights = _answer("5.1")(q=q, k=k, v=v, mask=mask)
-    assert not np.isnan(output).any() and not np.isnan(weights).any()
-    assert not weights[1].any() and not output[1].any()
-    np.testing.assert_allclose(weights.sum(axis=-1), [1.0, 0.0, 1.0])
-
-
-def test_viterbi_split_rejects_greedy_and_fewest_pieces_for_every_seed():
-    """Exercise 7.4's parameters tell the best split from the usual wrong ones, for any edition:
-    greedy longest match and the split with the fewest pieces each fail on some word; the best
-    split never ties (every other scores at least MARGIN less), so float sums cannot flip it."""
-    from course_pkg.exercises.subword_splits import MARGIN, fewest_pieces, greedy_split, splits
-
-    def ids_of(split_rule):
-        def answer(pieces, word):
-            table = dict(pieces)
-            return [[piece for piece, _ in pieces].index(p) for p in split_rule(table, word)]
-        return answer
-
-    for seed in range(25):
-        params = catalog.get("7.4").params(seed)
-        for rule in (greedy_split, fewest_pieces):
-            with pytest.raises(AssertionError, match=r"^Exercise 7\.4: viterbi_split\(\.\.\.\)\[\d\]"):
-                _quiet_check("7.4", ids_of(rule), params)
-        for word in params["words"]:
-            scores = sorted((score for score, _ in splits(dict(params["pieces"]), word)), reverse=True)
-            assert scores[0] - scores[1] >= MARGIN - 1e-9, (seed, word)

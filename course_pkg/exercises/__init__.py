@@ -47,5 +47,5 @@ def check(exercise_id, answer, **params):
                              f"got {type(answer).__name__}")
     expected = exercise.expected(**params)
     got = exercise.result(answer, params)
-    compare(exercise, got, expected, exercise.answer + "(...)")
+    compare(exercise, got, expected, exercise.answer + "(...)", params)
     print(f"Exercise {exercise.id} ({exercise.title}): correct, {exercise.points}/{exercise.points} points")

@@ -43,6 +43,8 @@ class Exercise:
         call: ``call(answer, params)``: applies the student's function (default ``answer(**params)``).
         exact: compare exactly (ids, counts, masks of 0/1) instead of within ``rtol``/``atol``.
         rtol, atol: the tolerances otherwise.
+        explain: ``explain(params, result) -> str or None``: what a wrong result gets wrong, in the
+            exercise's terms (:func:`~course_pkg.exercises.comparison.compare`); None: the general message.
     """
 
     id: str
@@ -56,6 +58,7 @@ class Exercise:
     exact: bool = False
     rtol: float = 1e-5
     atol: float = 1e-6
+    explain: Optional[Callable[[dict, object], Optional[str]]] = None
 
     def rng(self, seed: int) -> np.random.Generator:
         """This exercise's random generator for ``seed`` (independent of the other exercises)."""

@@ -19,11 +19,38 @@ def to_numpy(value):
     return np.asarray(value)
 
 
-def compare(exercise, got, expected, what) -> None:
+def compare(exercise, got, expected, what, params=None) -> None:
     """Raise ``AssertionError`` saying how ``got`` (``what``, e.g. ``padding_mask(...)``) differs
     from the reference's ``expected`` for ``exercise``: None returned, the number of results,
     not an array, shape, type of values, or the first value outside the exercise's tolerance.
-    Several results (a tuple or list that is not one number per case) are compared one by one."""
+    Several results (a tuple or list that is not one number per case) are compared one by one;
+    texts (names) are compared exactly.
+
+    Whether ``got`` is right is decided here alone. Where it is wrong and the exercise has an
+    ``explain`` (``explain(params, got) -> str or None``), that message says what differs in the
+    exercise's own terms (a word and its split, a name); ``None``, or an ``explain`` that cannot
+    read ``got``, leaves the message above."""
+    try:
+        _compare(exercise, got, expected, what)
+    except AssertionError:
+        message = _explained(exercise, params, got)
+        if message is None:
+            raise
+        raise AssertionError(f"Exercise {exercise.id}: {message}") from None
+
+
+def _explained(exercise, params, got):
+    """The exercise's own account of a wrong ``got``, or ``None`` (none, or ``got`` unreadable)."""
+    explain = getattr(exercise, "explain", None)
+    if explain is None or params is None:
+        return None
+    try:
+        return explain(params, got)
+    except Exception:  # a result of any shape from the student's code: the general message says it
+        return None
+
+
+def _compare(exercise, got, expected, what) -> None:
     prefix = f"Exercise {exercise.id}: {what}"
     if got is None or (isinstance(got, (tuple, list)) and any(value is None for value in got)
                        and is_numeric_list(expected)):
@@ -33,7 +60,7 @@ def compare(exercise, got, expected, what) -> None:
             raise AssertionError(f"{prefix} should return {len(expected)} values, got "
                                  f"{len(got) if isinstance(got, (tuple, list)) else type(got).__name__}")
         for i, (g, e) in enumerate(zip(got, expected)):
-            compare(exercise, g, e, f"{what}[{i}]")
+            _compare(exercise, g, e, f"{what}[{i}]")
         return
     try:
         got = to_numpy(got)
@@ -43,6 +70,13 @@ def compare(exercise, got, expected, what) -> None:
     expected = np.asarray(expected)
     if got.shape != expected.shape:
         raise AssertionError(f"{prefix} has shape {got.shape}, expected {expected.shape}")
+    if expected.dtype.kind == "U":  # names
+        if got.dtype.kind != "U":
+            raise AssertionError(f"{prefix} holds {got.dtype} values, expected text")
+        if (got != expected).any():
+            where = tuple(int(i) for i in np.argwhere(got != expected)[0])
+            raise AssertionError(f"{prefix}: got {got[where].item()!r}, expected {expected[where].item()!r}")
+        return
     if got.dtype.kind not in "biuf":
         raise AssertionError(f"{prefix} holds {got.dtype} values, expected numbers")
     if exercise.exact:

@@ -163,10 +163,10 @@ def _chapter_of(notebook, path):
     return chapter, ours.get("seed", BOOK_SEED)
 
 
-def _short(message):
+def _short(message, limit=160):
     lines = str(message).strip().splitlines()
     message = lines[0] if lines else ""
-    return message if len(message) <= 160 else message[:157] + "..."
+    return message if len(message) <= limit else message[:limit - 3] + "..."
 
 
 def _error_of(cell):
@@ -288,7 +288,7 @@ def __course_grader_probe(name, payload, out):
             a = numpy.asarray(v)
         except Exception as error:
             return {{"not_array": type(v).__name__, "error": str(error)}}
-        data = a.tolist() if a.dtype.kind in "biuf" else None
+        data = a.tolist() if a.dtype.kind in "biufU" else None  # numbers and texts
         return {{"array": data, "dtype": a.dtype.str, "shape": list(a.shape)}}
 
     report = {{}}
@@ -343,7 +343,7 @@ def _decode(value):
         return _NotArray(str(value["not_array"]), str(value.get("error", "")))
     dtype, shape = np.dtype(value["dtype"]), tuple(int(n) for n in value["shape"])
     if value.get("array") is None:
-        return np.zeros(shape, dtype=dtype)  # non-numbers: only their type and shape matter
+        return np.zeros(shape, dtype=dtype)  # neither numbers nor texts: only type and shape matter
     return np.asarray(value["array"], dtype=dtype).reshape(shape)
 
 
@@ -399,9 +399,9 @@ def score_probe(exercise, seed, report, cell_error=None):
     except (KeyError, TypeError, ValueError, IndexError) as error:
         return f"the grader could not read {exercise.answer}'s result: {error}"
     try:
-        compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)")
+        compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)", params)
     except AssertionError as error:
-        return f"AssertionError: {_short(error)}"
+        return f"AssertionError: {_short(error, 400)}"  # the course's message: a word or name and two answers
     return ""
 
 

@@ -1,6 +1,7 @@
 """Exercise 7.4, on section 7.7's Unigram model: the best split of a word under a table of pieces
 with log-probabilities, found by dynamic programming (the Viterbi algorithm). How its parameters
-are drawn, and the reference answer (:class:`course_pkg.subword.Unigram`, SentencePiece's rules).
+are drawn, the reference answer (:class:`course_pkg.subword.Unigram`, SentencePiece's rules), and
+what a wrong answer is told (:func:`explain_viterbi`: the word, its split and score, the best's).
 
 :data:`SPECS` holds the exercise's :class:`~course_pkg.exercises.catalog.Exercise` arguments as a
 keyword dict; the catalog builds the entry from it (so this module does not import it).
@@ -8,7 +9,10 @@ keyword dict; the catalog builds the entry from it (so this module does not impo
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import subword
+from .comparison import to_numpy
 
 WORDS = ["unbelievable", "playground", "transformers", "tokenization", "rethinking", "overlapping",
          "understanding", "replaying", "uncountable", "preheating", "misreading", "undertaking"]
@@ -88,6 +92,52 @@ def expected_viterbi(pieces, word) -> list:
     return tok.encode(word)
 
 
+def explain_viterbi(params, result):
+    """What a wrong answer of exercise 7.4 gets wrong, in the exercise's terms: the first word
+    whose ids are not the best split's, the learner's split and its score, the best split and its
+    score (a split that does not spell the word, or an id that is no piece's, said so). ``None``
+    where ``result`` cannot be read as lists of ids: the general message then says what differs.
+
+    Shape:
+        params {"pieces": [(str, float), ...], "words": [str, ...]}, result one list of ids per
+        word -> str or None.
+    """
+    pieces, words = params["pieces"], params["words"]
+    if not isinstance(result, (list, tuple)) or len(result) != len(words):
+        return None
+    for word, value in zip(words, result):
+        best, given = expected_viterbi(pieces, word), _ids(value)
+        if given is None:
+            return None
+        if given == best:
+            continue
+        call, answer = f"viterbi_split(pieces, {word!r})", f"the best split is {_shown(pieces, best, False)}"
+        outside = [i for i in given if not 0 <= i < len(pieces)]
+        if outside:
+            return (f"{call} gave the ids {given}: {outside[0]} is not an id of pieces "
+                    f"(0 to {len(pieces) - 1}); {answer}")
+        spelt = "".join(pieces[i][0] for i in given)
+        wrong = "" if spelt == word else f", which spells {spelt!r}, not {word!r}"
+        return f"{call} gave {_shown(pieces, given)}{wrong}; {answer}"
+    return None
+
+
+def _ids(value):
+    """``value`` as a list of ints (ints, or floats without a fraction, in one row), else None."""
+    array = to_numpy(value)
+    if array.ndim != 1 or array.dtype.kind not in "iuf" or not np.array_equal(array, np.round(array)):
+        return None
+    return [int(i) for i in array]
+
+
+def _shown(pieces, ids, with_ids=True) -> str:
+    """``['pl', 'ay'] (ids [3, 7]), score -9.1``: a split as the learner reads it."""
+    if not ids:
+        return "no pieces at all (ids [])"
+    split = [pieces[i][0] for i in ids]
+    return f"{split}{f' (ids {ids})' if with_ids else ''}, score {sum(pieces[i][1] for i in ids):.1f}"
+
+
 def _per_word(answer, params):
     return [answer(params["pieces"], word) for word in params["words"]]
 
@@ -96,5 +146,5 @@ SPECS = [
     dict(id="7.4", chapter="07_tokenization", title="The best split by dynamic programming (Viterbi)",
          points=3, answer="viterbi_split", draw=draw_viterbi,
          expected=lambda pieces, words: [expected_viterbi(pieces, word) for word in words],
-         call=_per_word, exact=True),
+         call=_per_word, exact=True, explain=explain_viterbi),
 ]
