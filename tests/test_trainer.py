@@ -1,8 +1,12 @@
 """Trainer (course_pkg.{torch,tensorflow}.trainer): steps, fit and its budgets, evaluation,
 argument checks, its read-only step and device, and seeding only when asked.
 
-Every test builds its own trainer (training_helpers.tiny_trainer): none depends on the steps
-another one took.
+A TensorFlow Trainer's first step (and first evaluation) traces its graph, seconds on a CPU, where
+the steps after it take milliseconds: tests that read what one run showed share that run, made
+once per framework by a module-scoped fixture (``stepped``, ``evaluated``, ``three_epochs``) that
+records everything they assert before any of them reads it, so that none depends on the steps
+another test took. A test whose claim is about a trainer at step 0 (the time budgets, a fit that
+prints nothing) builds its own (training_helpers.tiny_trainer).
 """
 
 import re
@@ -10,7 +14,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from training_helpers import VOCAB, copy_batches, fw_batches, one_torch_thread, tiny_model, tiny_trainer
+from training_helpers import (
+    VOCAB,
+    copy_batches,
+    fw_batches,
+    once_per_framework,
+    one_torch_thread,
+    tiny_model,
+    tiny_trainer,
+)
 
 from course_pkg.reference import noam_learning_rate
 
@@ -39,13 +51,37 @@ def test_seeded_runs_give_identical_losses(fw):
     assert runs[0] == runs[1]
 
 
-def test_the_learning_rate_of_each_step_is_the_noam_formula_at_the_steps_taken(fw):
-    """The learning rate of step k + 1 is the Noam formula at optimizer step k (d_model 16, 4 warm-up)."""
+def _stepped(fw):
+    """A fresh trainer through 8 train_steps on copy_batches(8, batch=8), and what they showed: the
+    learning rate before each step, the step count before the first and after each (and their types),
+    and after the first step the devices of the model's weights and the trainer's device."""
     trainer = tiny_trainer(fw)
-    rates = []
+    seen = SimpleNamespace(trainer=trainer, rates=[], steps=[trainer.step], step_types=[])
     for b in copy_batches(8, batch=8):
-        rates.append(trainer.learning_rate)
+        seen.rates.append(trainer.learning_rate)
         trainer.train_step(*b)
+        seen.steps.append(trainer.step)
+        seen.step_types.append(type(trainer.step))
+        if len(seen.steps) == 2:
+            seen.weight_devices, seen.device = _weight_devices(fw, trainer.model), trainer.device
+    return seen
+
+
+def _weight_devices(fw, model):
+    if fw.name == "torch":
+        return {p.device for p in model.parameters()}
+    return {v.value.device for v in model.variables}
+
+
+@pytest.fixture(scope="module")
+def stepped():
+    """``stepped(fw)``: :func:`_stepped`, run once per framework."""
+    return once_per_framework(_stepped)
+
+
+def test_the_learning_rate_of_each_step_is_the_noam_formula_at_the_steps_taken(fw, stepped):
+    """The learning rate of step k + 1 is the Noam formula at optimizer step k (d_model 16, 4 warm-up)."""
+    rates = stepped(fw).rates
     assert rates == pytest.approx([noam_learning_rate(k, 16, 4) for k in range(8)], rel=1e-6)
 
 
@@ -55,9 +91,10 @@ def _batches_of_several_lengths():
     return batches
 
 
-def test_tf_train_step_traces_once_for_every_batch_shape_and_int_dtype(tf_fw):
-    """Batches of other lengths (and int32 ids) reuse the one traced graph."""
-    trainer = tiny_trainer(tf_fw)
+def test_tf_train_step_traces_once_for_every_batch_shape_and_int_dtype(tf_fw, stepped):
+    """Batches of other lengths (and int32 ids) reuse the one traced graph: that of the steps of
+    ``stepped`` (batches of 8 rows; taking more steps here changes nothing it recorded)."""
+    trainer = stepped(tf_fw).trainer
     batches = _batches_of_several_lengths()
     for b in batches:
         trainer.train_step(*b)
@@ -65,8 +102,8 @@ def test_tf_train_step_traces_once_for_every_batch_shape_and_int_dtype(tf_fw):
     assert trainer._train_function.experimental_get_tracing_count() == 1
 
 
-def test_tf_evaluate_traces_once_for_every_batch_shape(tf_fw):
-    trainer = tiny_trainer(tf_fw)
+def test_tf_evaluate_traces_once_for_every_batch_shape(tf_fw, evaluated):
+    trainer = evaluated(tf_fw).trainer  # evaluated on batches of 1, 5 and 6 rows already
     batches = _batches_of_several_lengths()
     trainer.evaluate(batches[:3])
     trainer.evaluate(batches[3:])
@@ -101,65 +138,99 @@ def _one_second_steps(trainer, monkeypatch):
     return trainer
 
 
-def test_fit_stops_at_max_steps(fw):
-    _, history = _fit_three_epochs(fw)
-    assert history["step"] == [4, 8, 10]
+def _three_epochs(fw, folder):
+    """``_fit_three_epochs`` on a fresh trainer whose fit clock advances 1 s per training step, saving a
+    checkpoint at its end; then what the tests read of it: its history, ``evaluate(VALID)`` right after
+    it, the step of a fresh trainer that restored the checkpoint, and the history of a second
+    ``fit(4 batches, epochs=2)`` without validation batches."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        trainer, history = _fit_three_epochs(fw, _one_second_steps(tiny_trainer(fw), monkeypatch),
+                                             checkpoint_path=folder / f"ckpt-{fw.name}")
+    del trainer.train_step  # the class's own again, on the real clock
+    evaluated = trainer.evaluate(VALID)
+    fresh = tiny_trainer(fw)
+    fresh.restore(folder / f"ckpt-{fw.name}")
+    second = trainer.fit(copy_batches(4, batch=4), epochs=2, progress=False)
+    return SimpleNamespace(trainer=trainer, history=history, evaluated=evaluated, restored_step=fresh.step,
+                           second=second)
 
 
-def test_fit_history_holds_one_entry_of_every_log_per_epoch(fw):
-    _, history = _fit_three_epochs(fw)
+@pytest.fixture(scope="module")
+def three_epochs(tmp_path_factory):
+    """``three_epochs(fw)``: :func:`_three_epochs`, run once per framework."""
+    folder = tmp_path_factory.mktemp("three_epochs")
+    return once_per_framework(lambda fw: _three_epochs(fw, folder))
+
+
+def test_fit_stops_at_max_steps(fw, three_epochs):
+    assert three_epochs(fw).history["step"] == [4, 8, 10]
+
+
+def test_fit_history_holds_one_entry_of_every_log_per_epoch(fw, three_epochs):
+    history = three_epochs(fw).history
     keys = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")
     assert {key: len(values) for key, values in history.items()} == dict.fromkeys(keys, 3)
 
 
-def test_fit_validates_after_every_epoch(fw):
-    _, history = _fit_three_epochs(fw)
+def test_fit_validates_after_every_epoch(fw, three_epochs):
+    history = three_epochs(fw).history
     logs = history["val_loss"] + history["val_accuracy"]
     assert all(log is not None and np.isfinite(log) for log in logs), history
 
 
-def test_fit_logs_evaluate_of_the_validation_batches(fw):
-    trainer, history = _fit_three_epochs(fw)
-    logged = {"loss": history["val_loss"][-1], "accuracy": history["val_accuracy"][-1]}
-    assert logged == pytest.approx(trainer.evaluate(VALID))
+def test_fit_logs_evaluate_of_the_validation_batches(fw, three_epochs):
+    seen = three_epochs(fw)
+    logged = {"loss": seen.history["val_loss"][-1], "accuracy": seen.history["val_accuracy"][-1]}
+    assert logged == pytest.approx(seen.evaluated)
 
 
-def test_fit_elapsed_is_the_seconds_since_fit_began_at_each_epochs_end(fw, monkeypatch):
+def test_fit_elapsed_is_the_seconds_since_fit_began_at_each_epochs_end(fw, three_epochs):
     """With a clock that advances 1 s per training step, the epochs end 4, 8 and 10 s into fit."""
-    _, history = _fit_three_epochs(fw, _one_second_steps(tiny_trainer(fw), monkeypatch))
-    assert history["elapsed"] == [4.0, 8.0, 10.0]
+    assert three_epochs(fw).history["elapsed"] == [4.0, 8.0, 10.0]
 
 
-def test_fit_without_validation_batches_logs_none_for_them(fw):
-    history = tiny_trainer(fw).fit(copy_batches(4, batch=4), epochs=2, progress=False)
+def test_fit_without_validation_batches_logs_none_for_them(fw, three_epochs):
+    history = three_epochs(fw).second  # fit(copy_batches(4, batch=4), epochs=2, progress=False)
     assert (history["val_loss"], history["val_accuracy"]) == ([None, None], [None, None])
 
 
-def test_a_second_fit_goes_on_counting_steps(fw):
-    trainer, _ = _fit_three_epochs(fw)
-    history = trainer.fit(copy_batches(4, batch=4), epochs=2, progress=False)
-    assert history["step"] == [14, 18]
+def test_a_second_fit_goes_on_counting_steps(fw, three_epochs):
+    assert three_epochs(fw).second["step"] == [14, 18]
 
 
-def test_fit_saves_a_checkpoint_at_its_end(fw, tmp_path):
-    _fit_three_epochs(fw, checkpoint_path=tmp_path / "ckpt")
-    fresh = tiny_trainer(fw)
-    fresh.restore(tmp_path / "ckpt")
-    assert fresh.step == 10
+def test_fit_saves_a_checkpoint_at_its_end(fw, three_epochs):
+    assert three_epochs(fw).restored_step == 10
 
 
-def test_fit_with_a_time_budget_of_zero_stops_after_one_step(fw):
+def _budgets(fw):
+    """A fresh trainer's fit with a time budget of 0 (its history, then its step count), then the same
+    trainer's fit with a budget of 2.5 s on a clock that advances 1 s per training step (its history)."""
     trainer = tiny_trainer(fw)
-    history = trainer.fit(copy_batches(5, batch=2), epochs=3, time_budget=0, progress=False)
+    zero = trainer.fit(copy_batches(5, batch=2), epochs=3, time_budget=0, progress=False)
+    seen = SimpleNamespace(zero=zero, step_after_zero=trainer.step)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        seen.spent = _one_second_steps(trainer, monkeypatch).fit(copy_batches(4, batch=2), epochs=3,
+                                                                  time_budget=2.5, progress=False)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def budgets():
+    """``budgets(fw)``: :func:`_budgets`, run once per framework."""
+    return once_per_framework(_budgets)
+
+
+def test_fit_with_a_time_budget_of_zero_stops_after_one_step(fw, budgets):
+    history = budgets(fw).zero
     assert history["step"] == [1] and len(history["loss"]) == 1
-    assert trainer.step == 1
+    assert budgets(fw).step_after_zero == 1
 
 
-def test_fit_stops_at_the_first_step_that_spends_the_time_budget(fw, monkeypatch):
-    """With a clock that advances 1 s per training step, a budget of 2.5 s ends fit after step 3."""
-    trainer = _one_second_steps(tiny_trainer(fw), monkeypatch)
-    history = trainer.fit(copy_batches(4, batch=2), epochs=3, time_budget=2.5, progress=False)
-    assert history["step"] == [3]
+def test_fit_stops_at_the_first_step_that_spends_the_time_budget(fw, budgets):
+    """With a clock that advances 1 s per training step, a budget of 2.5 s ends fit after its third step
+    (the trainer had taken one step before this fit)."""
+    seen = budgets(fw)
+    assert seen.spent["step"] == [seen.step_after_zero + 3]
 
 
 def test_progress_false_prints_nothing(fw, capsys):
@@ -170,23 +241,36 @@ def test_progress_false_prints_nothing(fw, capsys):
     assert capsys.readouterr() == ("", "")
 
 
-def test_progress_true_shows_a_bar_with_the_loss(fw, capsys):
+def test_progress_true_shows_a_bar_with_the_loss(fw, three_epochs, capsys):
     train = copy_batches(3, batch=4)
-    trainer = tiny_trainer(fw)
+    trainer = three_epochs(fw).trainer  # traced already (what the bar shows does not depend on it)
     capsys.readouterr()
     trainer.fit(train, train, epochs=1, progress=True)
     out, err = capsys.readouterr()
     assert "loss" in out + err and "3/3" in out + err, out + err
 
 
-@pytest.mark.parametrize("metric, tolerance", [("loss", 1e-6), ("accuracy", 1e-7)], ids=["loss", "accuracy"])
-def test_evaluate_weighs_tokens_not_batches(fw, metric, tolerance):
-    """evaluate over two batches == evaluate over their concatenation (batches hold few/many pads)."""
+def _evaluated(fw):
+    """A fresh trainer's evaluate over two batches (of 1 and 5 rows, few/many pads) and over their
+    concatenation."""
     src, tgt_in, tgt_out = copy_batches(1, batch=6, min_len=1, max_len=7, seed=4)[0]
     trainer = tiny_trainer(fw)
     split = trainer.evaluate([(src[:1], tgt_in[:1], tgt_out[:1]), (src[1:], tgt_in[1:], tgt_out[1:])])
     whole = trainer.evaluate([(src, tgt_in, tgt_out)])
-    assert split[metric] == pytest.approx(whole[metric], abs=tolerance)
+    return SimpleNamespace(trainer=trainer, split=split, whole=whole)
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    """``evaluated(fw)``: :func:`_evaluated`, run once per framework."""
+    return once_per_framework(_evaluated)
+
+
+@pytest.mark.parametrize("metric, tolerance", [("loss", 1e-6), ("accuracy", 1e-7)], ids=["loss", "accuracy"])
+def test_evaluate_weighs_tokens_not_batches(fw, evaluated, metric, tolerance):
+    """evaluate over two batches == evaluate over their concatenation (batches hold few/many pads)."""
+    seen = evaluated(fw)
+    assert seen.split[metric] == pytest.approx(seen.whole[metric], abs=tolerance)
 
 
 def test_evaluate_refuses_no_batches(fw):
@@ -224,19 +308,13 @@ def test_trainer_refuses_a_misuse(fw, misuse, error, match):
         misuse(fw)
 
 
-def test_step_counts_the_train_steps(fw):
-    trainer = tiny_trainer(fw)
-    steps = [trainer.step]
-    for b in copy_batches(3, batch=4):
-        trainer.train_step(*b)
-        steps.append(trainer.step)
-    assert steps == [0, 1, 2, 3]
+def test_step_counts_the_train_steps(fw, stepped):
+    assert stepped(fw).steps == [0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
-def test_step_is_a_python_int(fw):
-    trainer = tiny_trainer(fw)
-    trainer.train_step(*copy_batches(1, batch=4)[0])
-    assert type(trainer.step) is int, type(trainer.step)
+def test_step_is_a_python_int(fw, stepped):
+    step_types = stepped(fw).step_types  # after each step
+    assert step_types == [int] * 8, step_types
 
 
 @pytest.mark.parametrize("attribute, value", [("step", 5), ("device", "cpu")], ids=["step", "device"])
@@ -246,14 +324,9 @@ def test_read_only_property_refuses_assignment(fw, attribute, value):
         setattr(trainer, attribute, value)
 
 
-def test_the_models_weights_live_on_the_trainers_device_after_a_step(fw):
-    trainer = tiny_trainer(fw)
-    trainer.train_step(*copy_batches(1, batch=4)[0])
-    if fw.name == "torch":
-        devices = {p.device for p in trainer.model.parameters()}
-    else:
-        devices = {v.value.device for v in trainer.model.variables}
-    assert devices == {trainer.device}
+def test_the_models_weights_live_on_the_trainers_device_after_a_step(fw, stepped):
+    seen = stepped(fw)  # after the first step
+    assert seen.weight_devices == {seen.device}
 
 
 def test_tf_trainer_device_is_a_full_device_name(tf_fw):

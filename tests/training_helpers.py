@@ -29,6 +29,23 @@ def one_torch_thread():
         torch.set_num_threads(threads)
 
 
+def once_per_framework(make):
+    """``get(fw)``: ``make(fw)`` under :func:`one_torch_thread`, made on the first call for each framework
+    and returned again after. The body of a module-scoped fixture whose run several tests read: a
+    TensorFlow Trainer's first step traces its graph (seconds), the steps after it take milliseconds.
+    Made lazily, so that a selection of one framework's tests (``-k tensorflow``) makes the other's
+    not at all."""
+    made = {}
+
+    def get(fw):
+        if fw.name not in made:
+            with one_torch_thread():
+                made[fw.name] = make(fw)
+        return made[fw.name]
+
+    return get
+
+
 def copy_batches(n, batch=16, min_len=3, max_len=7, seed=0):
     """``n`` copy-task batches ``(src, tgt_in, tgt_out)`` of NumPy int64 ids, ``batch`` rows each."""
     rng = np.random.default_rng(seed)
