@@ -5,13 +5,15 @@ processes (``torch``: gloo, spawned here), WORLD logical CPU devices under a
 ``MirroredStrategy`` (``tensorflow``) or WORLD worker processes under a
 ``MultiWorkerMirroredStrategy`` (``tensorflow-workers``), it writes to OUTDIR
 
-* ``one_step.npz``: the weights after one training step on batch 0;
-* ``fp16.npz``: an fp16 trainer's losses, loss scales and whether its weights moved, over a step
-  whose scaled gradients overflow (to be skipped on every replica alike) between two normal steps;
-* ``resumed.npz`` and checkpoint ``mid``: restored from checkpoint ``start``
-  (written by the test in one process), three steps of ``fit`` on batches 3..5
+* ``resumed.npz`` and checkpoint ``mid``: a fresh trainer restored from checkpoint ``start``
+  (written by the test in one process after 3 steps), three steps of ``fit`` on batches 3..5
   (validated on batches 6 and 7), then the step count, the learning rate, the
-  last logs and the weights.
+  last logs and the weights;
+* ``one_step.npz``: the weights after one training step on batch 0 of the same trainer, restored
+  first from checkpoint ``initial`` (a fresh trainer's, written by the test): a fresh trainer's
+  weights, optimizer state, step 0 and random state, without tracing a third distributed graph;
+* ``fp16.npz``: an fp16 trainer's losses, loss scales and whether its weights moved, over a step
+  whose scaled gradients overflow (to be skipped on every replica alike) between two normal steps.
 
 A separate process: the process group (torch) or the logical devices (TensorFlow)
 must not leak into the other tests.
@@ -39,15 +41,8 @@ BATCHES = copy_batches(9)  # the test's batches: same seed
 
 
 def run(fw, outdir):
-    """Both scenarios, on the trainers of the distributed setting this process is in."""
+    """The three scenarios, on the trainers of the distributed setting this process is in."""
     batches = fw_batches(fw, BATCHES)
-    trainer = tiny_trainer(fw)
-    trainer.train_step(*batches[0])
-    if trainer.is_chief:
-        np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
-    fp16 = fp16_steps(fw, batches)
-    if trainer.is_chief:
-        np.savez(os.path.join(outdir, "fp16.npz"), **fp16)
     trainer = tiny_trainer(fw)
     trainer.restore(os.path.join(outdir, "start"))
     history = trainer.fit(batches[3:6], valid_batches=batches[6:8], progress=False, time_budget=3600,
@@ -57,6 +52,14 @@ def run(fw, outdir):
                  loss=history["loss"][-1], val_loss=history["val_loss"][-1],
                  val_accuracy=history["val_accuracy"][-1], replicas=trainer.num_replicas,
                  **model_weights(trainer.model))
+    trainer.restore(os.path.join(outdir, "initial"))
+    assert trainer.step == 0
+    trainer.train_step(*batches[0])
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "one_step.npz"), **model_weights(trainer.model))
+    fp16 = fp16_steps(fw, batches)
+    if trainer.is_chief:
+        np.savez(os.path.join(outdir, "fp16.npz"), **fp16)
 
 
 def fp16_steps(fw, batches):
