@@ -7,6 +7,7 @@ from training_helpers import (
     fp16_trainer,
     fw_batches,
     model_weights,
+    once_per_framework,
     one_torch_thread,
     set_loss_scale,
     tiny_model,
@@ -27,10 +28,17 @@ def run(fw, precision, batches):
     return np.array(losses)
 
 
+@pytest.fixture(scope="module")
+def float32_losses():
+    """``float32_losses(fw)``: :func:`run` in float32, once per framework (both half precisions compare
+    to it)."""
+    return once_per_framework(lambda fw: run(fw, "fp32", fw_batches(fw, copy_batches(8))))
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
-def test_half_precision_losses_stay_near_float32(fw, precision):
+def test_half_precision_losses_stay_near_float32(fw, precision, float32_losses):
     batches = fw_batches(fw, copy_batches(8))
-    want = run(fw, "fp32", batches)
+    want = float32_losses(fw)
     got = run(fw, precision, batches)
     assert np.all(np.isfinite(got))
     assert want[-2] < want[0] - 0.2, "the float32 run must learn for the comparison to mean anything"
