@@ -22,6 +22,7 @@ import numpy as np
 from .. import data, subword
 from .. import reference as ref
 from ..data import BOS_ID, EOS_ID, PAD_ID
+from .checkpoint_names import SPECS as CHECKPOINT_NAME_SPECS
 from .language_models import SPECS as LANGUAGE_MODEL_SPECS
 from .subword_splits import SPECS as SUBWORD_SPLIT_SPECS
 
@@ -387,6 +388,7 @@ EXERCISES = [
             "num_repeats": repr(int(rng.choice([2, 3])))})(int(rng.choice([2, 3]))),
         lambda x, num_repeats: ref.repeat_kv(np.asarray(x), num_repeats), exact=True),
     *(Exercise(**spec) for spec in LANGUAGE_MODEL_SPECS),  # 8.7, 8.8: language_models.py
+    *(Exercise(**spec) for spec in CHECKPOINT_NAME_SPECS),  # 8.9: checkpoint_names.py
     # ------------------------------------------------------------------ 9. vision (the ViT)
     Exercise(
         "9.1", "09_vision", "Cutting an image into patches", 2, "patchify",
