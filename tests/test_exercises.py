@@ -3,7 +3,7 @@
 Fast tests run the book's solutions in-process; the grading tests start Jupyter kernels
 (about 10 s per notebook) and the student-site test runs Jupyter Book once (about a minute).
 Each exercise's own answers, draws and feedback are tested in test_exercise_answers.py (8.9's in
-test_exercises_checkpoints.py).
+test_exercises_checkpoints.py; 4.4, 4.5 and 5.4's in test_exercises_attention.py).
 """
 
 from __future__ import annotations
@@ -364,7 +364,8 @@ def test_grader_resets_check_cells(built, capsys, tmp_path):
     path = tmp_path / "04_encoder.ipynb"
     path.write_text(json.dumps(notebook), encoding="utf-8")
     code, captured = _grade(capsys, path)
-    assert code == 1 and "Total: 0/6 points" in captured.out
+    total = sum(e.points for e in exercises.for_chapter("04_encoder"))
+    assert code == 1 and f"Total: 0/{total} points" in captured.out
 
 
 def test_grader_refuses_notebooks_without_exercises(capsys, tmp_path):

@@ -22,6 +22,8 @@ import numpy as np
 from .. import data, subword
 from .. import reference as ref
 from ..data import BOS_ID, EOS_ID, PAD_ID
+from .attention_blocks import DECODER_SPECS as DECODER_BLOCK_SPECS
+from .attention_blocks import ENCODER_SPECS as ENCODER_BLOCK_SPECS
 from .checkpoint_names import SPECS as CHECKPOINT_NAME_SPECS
 from .language_models import SPECS as LANGUAGE_MODEL_SPECS
 from .subword_splits import SPECS as SUBWORD_SPLIT_SPECS
@@ -298,6 +300,7 @@ EXERCISES = [
         "4.3", "04_encoder", "Counting an encoder layer's parameters", 2, "encoder_layer_parameters",
         _model_sizes, lambda cases: [ref.encoder_layer_parameters(*case) for case in cases],
         call=_per_case, exact=True),
+    *(Exercise(**spec) for spec in ENCODER_BLOCK_SPECS),  # 4.4, 4.5: attention_blocks.py
     # 5. decoder
     Exercise(
         "5.1", "05_decoder", "Masked scaled dot-product attention", 3, "attention",
@@ -318,6 +321,7 @@ EXERCISES = [
                      "done": repr([bool(d) for d in
                                    rng.permutation([True, False, False, rng.random() < 0.5])])},
         lambda logits, done: ref.greedy_step(logits, done, PAD_ID), exact=True),
+    *(Exercise(**spec) for spec in DECODER_BLOCK_SPECS),  # 5.4: attention_blocks.py
     # 6. training
     Exercise(
         "6.1", "06_training", "The Noam learning rate", 2, "noam_lr",
