@@ -1,4 +1,11 @@
-"""Trainer(precision=...): bf16 and fp16 training on the CPU stays near float32, with no NaN."""
+"""Trainer(precision=...): bf16 and fp16 training on the CPU stays near float32, with no NaN.
+
+One run per precision and framework (``precision_runs``: 8 steps, a checkpoint after the second)
+serves both the comparison of the precisions and, through its checkpoint, the resumes in another
+precision: a TensorFlow Trainer's first step traces its graph, seconds on a CPU.
+"""
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,29 +24,38 @@ LOSS_TOLERANCE = 0.02  # absolute, on losses near 2.5 (< 1%); measured: at most 
 POLICIES = {"fp32": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # Keras dtype policies
 
 
-def run(fw, precision, batches):
-    """Losses of 8 training steps, then the evaluation loss, of the tiny copy-task model."""
-    dtype = POLICIES[precision] if fw.name == "tensorflow" else None
-    model = tiny_model(fw, **({} if dtype is None else {"dtype": dtype}))
-    trainer = fw.cp.Trainer(model, warmup_steps=10, seed=0, precision=precision)
-    with one_torch_thread():
-        losses = [trainer.train_step(*batch)["loss"] for batch in batches]
-        losses.append(trainer.evaluate(batches[:2])["loss"])
-    return np.array(losses)
+def run(fw, precision, folder):
+    """A fresh :func:`precision_trainer` through 8 training steps on copy_batches(8), saved to a checkpoint
+    after the second (saving changes nothing of the run): its losses, then its evaluation loss on the
+    first 2 batches; and at the save, the checkpoint's path, the step, the learning rate, the weights and
+    Adam's moments."""
+    batches = fw_batches(fw, copy_batches(8))
+    trainer = precision_trainer(fw, precision)
+    losses = []
+    for batch in batches:
+        losses.append(trainer.train_step(*batch)["loss"])
+        if trainer.step == 2:
+            path = str(folder / f"{fw.name}-{precision}")
+            trainer.save(path)
+            saved = SimpleNamespace(path=path, step=trainer.step, learning_rate=trainer.learning_rate,
+                                    weights=model_weights(trainer.model),
+                                    moments=[m.copy() for m in adam_moments(trainer)])  # torch's share memory
+    losses.append(trainer.evaluate(batches[:2])["loss"])
+    return SimpleNamespace(losses=np.array(losses), saved=saved)
 
 
 @pytest.fixture(scope="module")
-def float32_losses():
-    """``float32_losses(fw)``: :func:`run` in float32, once per framework (both half precisions compare
-    to it)."""
-    return once_per_framework(lambda fw: run(fw, "fp32", fw_batches(fw, copy_batches(8))))
+def precision_runs(tmp_path_factory):
+    """``precision_runs[precision](fw)``: :func:`run`, once per precision and framework."""
+    folder = tmp_path_factory.mktemp("precision_runs")
+    return {precision: once_per_framework(lambda fw, precision=precision: run(fw, precision, folder))
+            for precision in POLICIES}
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
-def test_half_precision_losses_stay_near_float32(fw, precision, float32_losses):
-    batches = fw_batches(fw, copy_batches(8))
-    want = float32_losses(fw)
-    got = run(fw, precision, batches)
+def test_half_precision_losses_stay_near_float32(fw, precision, precision_runs):
+    want = precision_runs["fp32"](fw).losses
+    got = precision_runs[precision](fw).losses
     assert np.all(np.isfinite(got))
     assert want[-2] < want[0] - 0.2, "the float32 run must learn for the comparison to mean anything"
     assert np.abs(got - want).max() <= LOSS_TOLERANCE, (got, want)
@@ -105,10 +121,10 @@ def test_loss_scale_is_none_outside_fp16(fw):
 
 
 def precision_trainer(fw, precision):
-    """A fresh Trainer of the tiny model in ``precision`` (4 warm-up steps, seed 0)."""
+    """A fresh Trainer of the tiny model in ``precision`` (10 warm-up steps, seed 0)."""
     dtype = POLICIES[precision] if fw.name == "tensorflow" else None
     model = tiny_model(fw, **({} if dtype is None else {"dtype": dtype}))
-    return fw.cp.Trainer(model, warmup_steps=4, seed=0, precision=precision)
+    return fw.cp.Trainer(model, warmup_steps=10, seed=0, precision=precision)
 
 
 def adam_moments(trainer):
@@ -121,24 +137,21 @@ def adam_moments(trainer):
 
 
 @pytest.mark.parametrize("saved, resumed_in", [("fp16", "fp32"), ("fp32", "fp16"), ("bf16", "fp16")])
-def test_a_checkpoint_resumes_in_another_precision(fw, tmp_path, saved, resumed_in):
+def test_a_checkpoint_resumes_in_another_precision(fw, saved, resumed_in, precision_runs):
     """Train in mixed precision on a GPU, go on in float32 on a laptop (and back): the weights are
     float32 in every precision, so the weights, the optimizer's moments and the step count carry
-    over; a loss scale starts anew where there was none, and is dropped where none is used."""
-    batches = fw_batches(fw, copy_batches(3))
-    path = str(tmp_path / "ckpt")
-    trainer = precision_trainer(fw, saved)
+    over; a loss scale starts anew where there was none, and is dropped where none is used.
+    (The checkpoint: that of the run in ``saved`` after 2 steps.)"""
+    at_save = precision_runs[saved](fw).saved
+    batches = fw_batches(fw, copy_batches(3))  # the run's first 3 batches
     with one_torch_thread():
-        for batch in batches[:2]:
-            trainer.train_step(*batch)
-        trainer.save(path)
         resumed = precision_trainer(fw, resumed_in)
-        resumed.restore(path)
-        assert resumed.step == 2
-        assert resumed.learning_rate == pytest.approx(trainer.learning_rate, rel=1e-6)
-        want, got = model_weights(trainer.model), model_weights(resumed.model)
+        resumed.restore(at_save.path)
+        assert resumed.step == at_save.step == 2
+        assert resumed.learning_rate == pytest.approx(at_save.learning_rate, rel=1e-6)
+        want, got = at_save.weights, model_weights(resumed.model)
         assert all(np.array_equal(got[k], want[k]) for k in want)
-        moments, saved_moments = adam_moments(resumed), adam_moments(trainer)
+        moments, saved_moments = adam_moments(resumed), at_save.moments
         assert len(moments) == 2 * len(want) and any(np.abs(m).max() > 0 for m in saved_moments)
         assert all(np.array_equal(a, b) for a, b in zip(moments, saved_moments))
         fresh = precision_trainer(fw, resumed_in).loss_scale
