@@ -20,17 +20,12 @@ import numpy as np
 
 from .. import reference as ref
 from .comparison import to_numpy
+from .param_sources import evaluate, floats
 
 HEAD_SIZES = [(2, 2), (2, 3), (3, 2)]  # (num_heads, d_k): d_model 4 or 6
 EPSILONS = [1e-6, 1e-5, 1e-3]  # section 4.7: the course's, PyTorch's and Keras' defaults
 DETECTED = dict(rtol=1e-3, atol=1e-4)  # a mistake must miss the answer by more than this
 MATCHES = dict(rtol=1e-4, atol=1e-6)  # a result this close to a mistake's is that mistake
-
-
-def array_source(values, decimals=1) -> str:
-    """``np.array([...])`` with ``decimals`` places (-0.0 printed as 0.0)."""
-    rounded = np.round(np.asarray(values, dtype=float), decimals) + 0.0
-    return f"np.array({rounded.tolist()!r})"
 
 
 def _close(a, b, tolerance) -> bool:
@@ -49,8 +44,8 @@ def _all_detected(mistakes, params, expected) -> bool:
 
 
 def _evaluated(sources) -> dict:
-    """The values of a draw's sources (the catalog evaluates them the same way)."""
-    return {name: eval(src, {"np": np, "__builtins__": {}}) for name, src in sources.items()}
+    """The values of a draw's sources, read as the catalog reads them."""
+    return {name: evaluate(src) for name, src in sources.items()}
 
 
 # --------------------------------------------------------------------------- 4.4: multi-head attention
@@ -67,9 +62,9 @@ def draw_multi_head(rng) -> dict:
     while True:
         heads, depth = HEAD_SIZES[int(rng.integers(len(HEAD_SIZES)))]
         d_model = heads * depth
-        sources = {name: array_source(rng.uniform(-1, 1, (rows, d_model)))
+        sources = {name: floats(rng.uniform(-1, 1, (rows, d_model)))
                    for name, rows in (("query", 3), ("key", 4), ("value", 4))}
-        sources.update({name: array_source(rng.uniform(-1, 1, (d_model, d_model)))
+        sources.update({name: floats(rng.uniform(-1, 1, (d_model, d_model)))
                         for name in ("wq", "wk", "wv", "wo")})
         mask = (rng.uniform(size=(3, 4)) < 0.35).astype(int)
         if (mask == 1).all(axis=1).any() or mask.sum() < 2:
@@ -165,9 +160,9 @@ def draw_add_and_norm(rng) -> dict:
         x, out = rng.uniform(-2, 2, (2, 4, d_model))
         small = int(rng.integers(4))
         x[small], out[small] = rng.uniform(-0.05, 0.05, (2, d_model))
-        sources = {"x": array_source(x, 2), "sublayer_output": array_source(out, 2),
-                   "gamma": array_source(rng.uniform(0.5, 1.5, d_model)),
-                   "beta": array_source(rng.uniform(-0.5, 0.5, d_model)),
+        sources = {"x": floats(x, 2), "sublayer_output": floats(out, 2),
+                   "gamma": floats(rng.uniform(0.5, 1.5, d_model)),
+                   "beta": floats(rng.uniform(-0.5, 0.5, d_model)),
                    "epsilon": repr(float(rng.choice(EPSILONS)))}
         params = _evaluated(sources)
         variance = (params["x"] + params["sublayer_output"])[small].var()
@@ -244,9 +239,9 @@ def draw_cached_step(rng) -> dict:
     """
     while True:
         heads, depth, past = int(rng.integers(2, 4)), int(rng.integers(2, 5)), int(rng.integers(2, 5))
-        sources = {name: array_source(rng.uniform(-1, 1, (heads, past, depth)))
+        sources = {name: floats(rng.uniform(-1, 1, (heads, past, depth)))
                    for name in ("k_cache", "v_cache")}
-        sources.update({name: array_source(rng.uniform(-1, 1, (heads, 1, depth)))
+        sources.update({name: floats(rng.uniform(-1, 1, (heads, 1, depth)))
                         for name in ("q_new", "k_new", "v_new")})
         params = _evaluated(sources)
         if _all_detected(CACHE_MISTAKES, params, expected_cached_step(**params)):

@@ -26,6 +26,7 @@ from .attention_blocks import DECODER_SPECS as DECODER_BLOCK_SPECS
 from .attention_blocks import ENCODER_SPECS as ENCODER_BLOCK_SPECS
 from .checkpoint_names import SPECS as CHECKPOINT_NAME_SPECS
 from .language_models import SPECS as LANGUAGE_MODEL_SPECS
+from .param_sources import evaluate, floats
 from .subword_splits import SPECS as SUBWORD_SPLIT_SPECS
 
 BOOK_SEED = 0  # the parameters printed in the book
@@ -73,7 +74,7 @@ class Exercise:
 
     def params(self, seed: int) -> dict:
         """The parameter values for ``seed``."""
-        return {name: _evaluate(src) for name, src in self.params_source(seed).items()}
+        return {name: evaluate(src) for name, src in self.params_source(seed).items()}
 
     def params_cell(self, seed: int) -> str:
         """The source of the parameters cell for ``seed``."""
@@ -94,20 +95,10 @@ class Exercise:
         return answer(**params)
 
 
-def _evaluate(source: str):
-    return eval(source, {"np": np, "__builtins__": {}})  # sources come from draw(), never from users
-
-
 # --------------------------------------------------------------------------- formatting values
 
 def _ints(values) -> str:
     return repr(np.asarray(values).astype(int).tolist())
-
-
-def _floats(values, decimals=1) -> str:
-    """``np.array([...])`` with ``decimals`` places (-0.0 printed as 0.0)."""
-    rounded = np.round(np.asarray(values, dtype=float), decimals) + 0.0
-    return f"np.array({rounded.tolist()!r})"
 
 
 def _padded_tokens(rng, rows, length, low=3, high=30) -> str:
@@ -163,7 +154,7 @@ def _mlm_draws(rng) -> dict:
         # the draws of the special positions may choose too: the rule must skip them
         if kinds == {0, 1, 2} and ((tokens < 5) & (select < rate)).any():
             break
-    return {"tokens": _ints(tokens), "select_draws": _floats(select, 2), "action_draws": _floats(action, 2),
+    return {"tokens": _ints(tokens), "select_draws": floats(select, 2), "action_draws": floats(action, 2),
             "random_tokens": _ints(rng.integers(5, 30, (rows, length))), "mask_id": repr(mask_id),
             "rate": repr(rate)}
 
@@ -254,20 +245,20 @@ EXERCISES = [
     # 2. attention
     Exercise(
         "2.1", "02_attention", "Dot-product attention weights", 2, "attention_weights",
-        lambda rng: {"query": _floats(rng.uniform(-2, 2, 3)), "keys": _floats(rng.uniform(-2, 2, (4, 3)))},
+        lambda rng: {"query": floats(rng.uniform(-2, 2, 3)), "keys": floats(rng.uniform(-2, 2, (4, 3)))},
         lambda query, keys: ref.softmax(np.asarray(keys) @ np.asarray(query))),
     Exercise(
         "2.2", "02_attention", "Additive (Bahdanau) attention weights", 3, "additive_weights",
-        lambda rng: {"query": _floats(rng.uniform(-1, 1, 2)), "keys": _floats(rng.uniform(-1, 1, (4, 2))),
-                     "w1": _floats(rng.uniform(-1, 1, (2, 3))), "w2": _floats(rng.uniform(-1, 1, (2, 3))),
-                     "v": _floats(rng.uniform(-1, 1, 3))},
+        lambda rng: {"query": floats(rng.uniform(-1, 1, 2)), "keys": floats(rng.uniform(-1, 1, (4, 2))),
+                     "w1": floats(rng.uniform(-1, 1, (2, 3))), "w2": floats(rng.uniform(-1, 1, (2, 3))),
+                     "v": floats(rng.uniform(-1, 1, 3))},
         lambda query, keys, w1, w2, v: ref.bahdanau_attention(
             {"w1.kernel": w1, "w2.kernel": w2, "v.kernel": np.asarray(v)[:, np.newaxis]},
             np.asarray(query)[np.newaxis, np.newaxis], np.asarray(keys)[np.newaxis])[1][0, 0]),
     Exercise(
         "2.3", "02_attention", "Luong attention with the general score", 3, "general_attention",
-        lambda rng: {"query": _floats(rng.uniform(-1, 1, 3)), "keys": _floats(rng.uniform(-1, 1, (4, 3))),
-                     "w": _floats(rng.uniform(-1, 1, (3, 3)))},
+        lambda rng: {"query": floats(rng.uniform(-1, 1, 3)), "keys": floats(rng.uniform(-1, 1, (4, 3))),
+                     "w": floats(rng.uniform(-1, 1, (3, 3)))},
         lambda query, keys, w: tuple(out[0, 0] for out in ref.luong_attention(
             {"w.kernel": w}, np.asarray(query)[np.newaxis, np.newaxis], np.asarray(keys)[np.newaxis],
             score="general"))),
@@ -293,7 +284,7 @@ EXERCISES = [
     Exercise(
         "4.2", "04_encoder", "Splitting heads", 2, "split_heads",
         lambda rng: (lambda heads, depth: {
-            "x": _floats(rng.integers(-9, 10, (2, 2, heads * depth))), "num_heads": repr(heads)})(
+            "x": floats(rng.integers(-9, 10, (2, 2, heads * depth))), "num_heads": repr(heads)})(
             int(rng.choice([2, 3])), int(rng.choice([2, 3]))),
         lambda x, num_heads: ref.split_heads(np.asarray(x), num_heads)),
     Exercise(
@@ -304,8 +295,8 @@ EXERCISES = [
     # 5. decoder
     Exercise(
         "5.1", "05_decoder", "Masked scaled dot-product attention", 3, "attention",
-        lambda rng: {"q": _floats(rng.uniform(-1, 1, (3, 4))), "k": _floats(rng.uniform(-1, 1, (4, 4))),
-                     "v": _floats(rng.uniform(-1, 1, (4, 2))),
+        lambda rng: {"q": floats(rng.uniform(-1, 1, (3, 4))), "k": floats(rng.uniform(-1, 1, (4, 4))),
+                     "v": floats(rng.uniform(-1, 1, (4, 2))),
                      "mask": _ints(np.triu(np.ones((3, 4)), k=int(rng.integers(1, 3))))},
         lambda q, k, v, mask: ref.scaled_dot_product_attention(
             np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(mask, dtype=float))),
@@ -316,7 +307,7 @@ EXERCISES = [
     Exercise(
         "5.3", "05_decoder", "One step of greedy decoding", 2, "greedy_step",
         # Distinct values in every row: argmax has one answer (tf.argmax promises no tie rule).
-        lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 6, replace=False)
+        lambda rng: {"logits": floats(np.array([rng.choice(np.arange(-30, 31), 6, replace=False)
                                                  for _ in range(4)]) / 10),
                      "done": repr([bool(d) for d in
                                    rng.permutation([True, False, False, rng.random() < 0.5])])},
@@ -335,7 +326,7 @@ EXERCISES = [
     Exercise(
         "6.2", "06_training", "The masked loss", 3, "masked_loss",
         lambda rng: {"labels": _padded_tokens(rng, 2, 5, low=1, high=6),
-                     "logits": _floats(rng.uniform(-2, 2, (2, 5, 6)))},
+                     "logits": floats(rng.uniform(-2, 2, (2, 5, 6)))},
         lambda labels, logits: ref.masked_loss(labels, logits, PAD_ID)),
     Exercise(
         "6.3", "06_training", "Label smoothing", 2, "smoothed_targets",
@@ -361,7 +352,7 @@ EXERCISES = [
     Exercise(
         "8.2", "08_families", "Top-k sampling probabilities", 2, "top_k_probabilities",
         # Distinct values in every row: the k largest are one set (no tie at the k-th value).
-        lambda rng: {"logits": _floats(np.array([rng.choice(np.arange(-30, 31), 8, replace=False)
+        lambda rng: {"logits": floats(np.array([rng.choice(np.arange(-30, 31), 8, replace=False)
                                                  for _ in range(3)]) / 10),
                      "k": repr(int(rng.integers(2, 6))),
                      "temperature": repr(float(rng.choice([0.5, 0.7, 1.0, 1.5, 2.0])))},
@@ -374,7 +365,7 @@ EXERCISES = [
         exact=True),
     Exercise(
         "8.4", "08_families", "Rotary position embedding by hand", 3, "rope_rotate",
-        lambda rng: {"x": _floats(rng.uniform(-1, 1, int(rng.choice([4, 6, 8]))), 2),
+        lambda rng: {"x": floats(rng.uniform(-1, 1, int(rng.choice([4, 6, 8]))), 2),
                      "position": repr(int(rng.integers(1, 40))),
                      "theta": repr(float(rng.choice([100.0, 10000.0, 500000.0])))},
         lambda x, position, theta: ref.rope_rotate(x, position, theta), rtol=1e-5, atol=1e-5),
@@ -411,8 +402,8 @@ EXERCISES = [
         lambda cases: [ref.vit_embedding_parameters(*case) for case in cases], call=_per_case, exact=True),
     Exercise(
         "9.3", "09_vision", "The class token's attention row", 3, "class_token_attention",
-        lambda rng: {"tokens": _floats(rng.uniform(-1, 1, (5, 4))), "wq": _floats(rng.uniform(-1, 1, (4, 4))),
-                     "wk": _floats(rng.uniform(-1, 1, (4, 4)))},
+        lambda rng: {"tokens": floats(rng.uniform(-1, 1, (5, 4))), "wq": floats(rng.uniform(-1, 1, (4, 4))),
+                     "wk": floats(rng.uniform(-1, 1, (4, 4)))},
         lambda tokens, wq, wk: ref.softmax(
             (np.asarray(tokens) @ np.asarray(wk)) @ (np.asarray(tokens)[0] @ np.asarray(wq)) / 2.0)),
 ]
