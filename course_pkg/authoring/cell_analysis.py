@@ -54,6 +54,63 @@ def framework_of_import(node) -> set:
     return found
 
 
+class _NameVisitor:
+    """The names seen so far by :meth:`visit`: read (``loaded``), bound anywhere (``stored``),
+    left defined by the cell (``defined``), changed in place (``mutated``), and the frameworks
+    imported (``imports``)."""
+
+    def __init__(self):
+        self.loaded, self.stored, self.defined, self.imports, self.mutated = set(), set(), set(), set(), set()
+
+    def note_changes(self, node):
+        """A top-level statement that changes an earlier name in place: ``scores["PyTorch"] = ...``,
+        ``total += ...``, ``results.append(...)``."""
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                while isinstance(target, (ast.Subscript, ast.Attribute)):
+                    target = target.value
+                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Load):
+                    self.mutated.add(target.id)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func  # results.append(...), measured.update(...)
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in (
+                    "append", "extend", "update", "setdefault", "insert", "add"):
+                self.mutated.add(func.value.id)
+
+    def visit(self, node, top):
+        """Record ``node`` and its children; ``top``: the node runs as the cell runs (not inside a
+        function, class, lambda or comprehension)."""
+        if top:
+            self.note_changes(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imports.update(framework_of_import(node))
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                self.stored.add(name)
+                if top:
+                    self.defined.add(name)
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.stored.add(node.name)
+            if top:
+                self.defined.add(node.name)
+            top = False
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            top = False
+        if isinstance(node, ast.arg):
+            self.stored.add(node.arg)
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                self.loaded.add(node.id)
+            else:
+                self.stored.add(node.id)
+                if top:
+                    self.defined.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, top)
+
+
 def analyse(source: str) -> CellNames:
     """The names a cell's ``source`` reads, defines and changes, and the frameworks it imports.
 
@@ -65,48 +122,8 @@ def analyse(source: str) -> CellNames:
         tree = ast.parse("\n".join(lines))
     except SyntaxError as error:
         raise FrameworkMarkError(f"cannot parse the cell: {error}") from None
-    loaded, stored, defined, imports, mutated = set(), set(), set(), set(), set()
-
-    def visit(node, top):
-        if top and isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                while isinstance(target, (ast.Subscript, ast.Attribute)):
-                    target = target.value
-                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Load):
-                    mutated.add(target.id)
-        if top and isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            func = node.value.func  # results.append(...), measured.update(...)
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in (
-                    "append", "extend", "update", "setdefault", "insert", "add"):
-                mutated.add(func.value.id)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.update(framework_of_import(node))
-            for alias in node.names:
-                name = (alias.asname or alias.name).split(".")[0]
-                stored.add(name)
-                if top:
-                    defined.add(name)
-            return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stored.add(node.name)
-            if top:
-                defined.add(node.name)
-            top = False
-        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            top = False
-        if isinstance(node, ast.arg):
-            stored.add(node.arg)
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                loaded.add(node.id)
-            else:
-                stored.add(node.id)
-                if top:
-                    defined.add(node.id)
-        for child in ast.iter_child_nodes(node):
-            visit(child, top)
-
+    names = _NameVisitor()
+    loaded, stored = names.loaded, names.stored
     functions = {}  # a function or class defined here -> the names its body reads
     outer = set()
     for statement in tree.body:
@@ -114,13 +131,13 @@ def analyse(source: str) -> CellNames:
             before_loaded, before_stored = set(loaded), set(stored)
             loaded.clear()
             stored.clear()
-            visit(statement, True)
+            names.visit(statement, True)
             functions[statement.name] = loaded - stored
             loaded |= before_loaded
             stored |= before_stored | {statement.name}
         else:
             before = set(loaded)
-            visit(statement, True)
+            names.visit(statement, True)
             outer |= loaded - before
     # Only what runs now counts for the cell itself: a function's body runs when it is called.
-    return CellNames(outer - stored, defined, imports, mutated - defined, functions)
+    return CellNames(outer - stored, names.defined, names.imports, names.mutated - names.defined, functions)

@@ -145,6 +145,48 @@ def _list_counts(population, min_items, max_items, size) -> dict:
     return dict(sorted(counts.items()))
 
 
+def _checked_list_arguments(src_lang, tgt_lang, max_number, min_items, max_items, size, separator):
+    """``(max_number, min_items, max_items, size)`` of :func:`make_number_list_corpus`, checked;
+    ``ValueError`` for languages, counts or a separator it cannot use, or more lists than exist."""
+    check_language(src_lang, supported_languages(), "src_lang")
+    check_language(tgt_lang, supported_languages(), "tgt_lang")
+    max_number = check_count("max_number", max_number, 0)
+    min_items = check_count("min_items", min_items, 1)
+    max_items = check_count("max_items", max_items, 1)
+    if min_items > max_items:
+        raise ValueError(f"min_items={min_items} is more than max_items={max_items}")
+    size = check_count("size", size, 1)
+    if (not isinstance(separator, str) or not separator or separator.isspace()
+            or any(c.isalnum() or c == "_" for c in separator)
+            or any(Tokenizer(lang).tokenize(separator) != [separator] for lang in (src_lang, tgt_lang))):
+        raise ValueError(f"separator must be one punctuation mark that the Tokenizer keeps as one "
+                         f"token, such as ',' or ';', got {separator!r}")
+    population = max_number + 1
+    available = sum(population ** k for k in range(min_items, max_items + 1))
+    if size > available:
+        raise ValueError(
+            f"size={size} distinct lists cannot be drawn: lists of {min_items} to {max_items} "
+            f"numbers from 0..{max_number} number only {available}; lower size or raise "
+            f"max_number or max_items"
+        )
+    return max_number, min_items, max_items, size
+
+
+def _list_texts(lists, lang, separator):
+    """Each list of ``lists`` written in words of ``lang``, the numbers joined by ``separator``
+    the way :class:`Tokenizer` writes text back."""
+    used = sorted({n for numbers in lists for n in numbers})
+    tokenizer = Tokenizer(lang)
+    tokens = dict(zip(used, (tokenizer.tokenize(w) for w in words_for(used, lang))))
+    out = []
+    for numbers in lists:
+        pieces = tokens[numbers[0]][:]
+        for n in numbers[1:]:
+            pieces += [separator] + tokens[n]
+        out.append(tokenizer.detokenize(pieces))
+    return out
+
+
 def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_items=1,
                             max_items=12, size=20_000, seed=0, splits=(0.8, 0.1, 0.1),
                             separator=",") -> Corpus:
@@ -187,47 +229,15 @@ def make_number_list_corpus(src_lang="fr", tgt_lang="en", max_number=99, min_ite
         a :class:`Corpus`; ``corpus.numbers`` holds the lists of each split,
         as tuples of ints, pair by pair.
     """
-    check_language(src_lang, supported_languages(), "src_lang")
-    check_language(tgt_lang, supported_languages(), "tgt_lang")
-    max_number = check_count("max_number", max_number, 0)
-    min_items = check_count("min_items", min_items, 1)
-    max_items = check_count("max_items", max_items, 1)
-    if min_items > max_items:
-        raise ValueError(f"min_items={min_items} is more than max_items={max_items}")
-    size = check_count("size", size, 1)
-    if (not isinstance(separator, str) or not separator or separator.isspace()
-            or any(c.isalnum() or c == "_" for c in separator)
-            or any(Tokenizer(lang).tokenize(separator) != [separator] for lang in (src_lang, tgt_lang))):
-        raise ValueError(f"separator must be one punctuation mark that the Tokenizer keeps as one "
-                         f"token, such as ',' or ';', got {separator!r}")
-    population = max_number + 1
-    available = sum(population ** k for k in range(min_items, max_items + 1))
-    if size > available:
-        raise ValueError(
-            f"size={size} distinct lists cannot be drawn: lists of {min_items} to {max_items} "
-            f"numbers from 0..{max_number} number only {available}; lower size or raise "
-            f"max_number or max_items"
-        )
+    max_number, min_items, max_items, size = _checked_list_arguments(
+        src_lang, tgt_lang, max_number, min_items, max_items, size, separator)
     n_train, n_valid, _ = split_sizes(size, splits)
-    rng = np.random.default_rng(seed)
+    rng, population = np.random.default_rng(seed), max_number + 1
     lists = []
     for length, count in _list_counts(population, min_items, max_items, size).items():
         lists += _distinct_lists(rng, population, length, count)
     lists = [lists[i] for i in rng.permutation(size)]
-
-    def texts(lang):
-        used = sorted({n for numbers in lists for n in numbers})
-        tokenizer = Tokenizer(lang)
-        tokens = dict(zip(used, (tokenizer.tokenize(w) for w in words_for(used, lang))))
-        out = []
-        for numbers in lists:
-            pieces = tokens[numbers[0]][:]
-            for n in numbers[1:]:
-                pieces += [separator] + tokens[n]
-            out.append(tokenizer.detokenize(pieces))
-        return out
-
-    pairs = list(zip(texts(src_lang), texts(tgt_lang)))
+    pairs = list(zip(_list_texts(lists, src_lang, separator), _list_texts(lists, tgt_lang, separator)))
     return split_corpus(pairs, lists, n_train, n_valid, src_lang, tgt_lang)
 
 

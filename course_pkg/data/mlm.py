@@ -54,6 +54,39 @@ def with_mask_token(vocab) -> Vocab:
     return Vocab(vocab.itos[:n] + [MASK] + vocab.itos[n:], vocab.tokenizer)
 
 
+def _checked_mlm_arguments(tokens, rng, mask_id, vocab_size, special_ids, rate, ignore_id):
+    """:func:`mask_for_mlm`'s arguments checked: ``(array, mask_id, special, ordinary)``, the tokens
+    as an array, the checked ``mask_id``, the set of special ids (``mask_id`` among them) and the
+    ordinary ids that may replace a token; ``TypeError`` / ``ValueError`` saying what is wrong."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                        f"got {type(rng).__name__}")
+    array = np.asarray(tokens)
+    if array.ndim not in (1, 2):
+        raise ValueError(f"tokens must be (batch, length) or (length,), got shape {array.shape}")
+    if array.size and array.dtype.kind not in "iu":
+        raise TypeError(f"tokens must be integer ids, got dtype {array.dtype}")
+    vocab_size = check_count("vocab_size", vocab_size, 2)
+    mask_id = check_count("mask_id", mask_id, 0)
+    if mask_id >= vocab_size:
+        raise ValueError(f"mask_id={mask_id} is not an id of a vocabulary of {vocab_size}")
+    if array.size and (int(array.min()) < 0 or int(array.max()) >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}), got ids from {int(array.min())} "
+                         f"to {int(array.max())}")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+        raise ValueError(f"rate must be a probability in (0, 1], got {rate!r}")
+    special = {check_count("special_ids", int(i) if isinstance(i, np.integer) else i, 0)
+               for i in special_ids} | {mask_id}
+    ordinary = np.array([i for i in range(vocab_size) if i not in special], dtype=np.int64)
+    if ordinary.size == 0:
+        raise ValueError("the vocabulary has no ordinary token to choose: every id is special")
+    if isinstance(ignore_id, bool) or not isinstance(ignore_id, (int, np.integer)) or (
+            0 <= ignore_id < vocab_size and ignore_id not in special):
+        raise ValueError(f"ignore_id must be a special id or a negative int (it marks the positions "
+                         f"not chosen), got {ignore_id!r}")
+    return array, mask_id, special, ordinary
+
+
 def mask_for_mlm(tokens, rng, mask_id, vocab_size, special_ids=(PAD_ID, BOS_ID, EOS_ID, UNK_ID), rate=0.15,
                  ignore_id=PAD_ID):
     """BERT's masked-LM corruption: choose positions, hide most of them, keep their labels.
@@ -85,32 +118,8 @@ def mask_for_mlm(tokens, rng, mask_id, vocab_size, special_ids=(PAD_ID, BOS_ID, 
         tokens (batch, length) -> inputs (batch, length) int64, labels (batch, length) int64,
         positions (batch, length) bool; a 1-D input gives 1-D outputs.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
-                        f"got {type(rng).__name__}")
-    array = np.asarray(tokens)
-    if array.ndim not in (1, 2):
-        raise ValueError(f"tokens must be (batch, length) or (length,), got shape {array.shape}")
-    if array.size and array.dtype.kind not in "iu":
-        raise TypeError(f"tokens must be integer ids, got dtype {array.dtype}")
-    vocab_size = check_count("vocab_size", vocab_size, 2)
-    mask_id = check_count("mask_id", mask_id, 0)
-    if mask_id >= vocab_size:
-        raise ValueError(f"mask_id={mask_id} is not an id of a vocabulary of {vocab_size}")
-    if array.size and (int(array.min()) < 0 or int(array.max()) >= vocab_size):
-        raise ValueError(f"token ids must lie in [0, {vocab_size}), got ids from {int(array.min())} "
-                         f"to {int(array.max())}")
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
-        raise ValueError(f"rate must be a probability in (0, 1], got {rate!r}")
-    special = {check_count("special_ids", int(i) if isinstance(i, np.integer) else i, 0)
-               for i in special_ids} | {mask_id}
-    ordinary = np.array([i for i in range(vocab_size) if i not in special], dtype=np.int64)
-    if ordinary.size == 0:
-        raise ValueError("the vocabulary has no ordinary token to choose: every id is special")
-    if isinstance(ignore_id, bool) or not isinstance(ignore_id, (int, np.integer)) or (
-            0 <= ignore_id < vocab_size and ignore_id not in special):
-        raise ValueError(f"ignore_id must be a special id or a negative int (it marks the positions "
-                         f"not chosen), got {ignore_id!r}")
+    array, mask_id, special, ordinary = _checked_mlm_arguments(tokens, rng, mask_id, vocab_size,
+                                                               special_ids, rate, ignore_id)
     array = array.astype(np.int64)
     candidates = ~np.isin(array, list(special))
     positions = candidates & (rng.random(array.shape) < rate)

@@ -273,6 +273,44 @@ def _nbgrader(grade_id, solution=False, grade=False, locked=False, points=None):
     return meta
 
 
+def _checked_solution_markers(cell, text, place):
+    """The cell's ``(exercise id, role)``; ``ExerciseError`` for solution markers outside a code
+    cell or an exercise's solution cell, or a solution cell without them."""
+    regions = solution_regions(text, place)
+    if regions and cell.get("cell_type") != "code":
+        raise ExerciseError(f"{place}: solution markers are supported in code cells only")
+    ex_id, role = exercise_of(cell)
+    if regions and role != "solution":
+        raise ExerciseError(f"{place}: solution markers outside an exercise's solution cell")
+    if role == "solution" and not regions:
+        raise ExerciseError(f"{place}: the solution cell of exercise {ex_id} has no "
+                            f"'{BEGIN}' ... '{END}' region")
+    return ex_id, role
+
+
+def _edit_exercise_cell(cell, exercise, role, text, place, seed, edition):
+    """An exercise's cell as the edition has it: parameters drawn from ``seed``, the canonical
+    check, the solution stubbed (but in the answer key); each with its nbgrader metadata."""
+    meta = cell["metadata"]
+    grade_id = "ex_" + exercise.id.replace(".", "_")
+    if role == "params":
+        _set_source(cell, exercise.params_cell(seed))
+        meta["nbgrader"] = _nbgrader(grade_id + "_params", locked=True)
+    elif role == "check":
+        _set_source(cell, exercise.check_source())
+        meta["nbgrader"] = _nbgrader(grade_id, grade=True, locked=True, points=exercise.points)
+    else:
+        if edition != "answers":
+            _set_source(cell, stub_solutions(text, place))
+            tags = [tag for tag in meta.get("tags", []) if tag != "hide-input"]
+            if tags:
+                meta["tags"] = tags
+            else:
+                meta.pop("tags", None)
+            meta.pop("mystnb", None)
+        meta["nbgrader"] = _nbgrader(grade_id + "_solution", solution=True)
+
+
 def make_edition(notebook, path, seed, edition) -> dict:
     """One edition of a chapter notebook.
 
@@ -308,40 +346,14 @@ def make_edition(notebook, path, seed, edition) -> dict:
             elif action == "replace":
                 _set_source(cell, replacement)
         text = source_text(cell)
-        regions = solution_regions(text, place)
-        if regions and cell.get("cell_type") != "code":
-            raise ExerciseError(f"{place}: solution markers are supported in code cells only")
-        ex_id, role = exercise_of(cell)
-        if regions and role != "solution":
-            raise ExerciseError(f"{place}: solution markers outside an exercise's solution cell")
-        if role == "solution" and not regions:
-            raise ExerciseError(f"{place}: the solution cell of exercise {ex_id} has no "
-                                f"'{BEGIN}' ... '{END}' region")
+        ex_id, role = _checked_solution_markers(cell, text, place)
         meta = cell.setdefault("metadata", {})
         meta.pop("execution", None)  # run timestamps: not part of an edition
         if cell.get("cell_type") == "code":
             if edition != "site" or index in in_exercise:
                 cell["outputs"], cell["execution_count"] = [], None
-        if ex_id is None:
-            continue
-        exercise = exercises[ex_id]
-        grade_id = "ex_" + ex_id.replace(".", "_")
-        if role == "params":
-            _set_source(cell, exercise.params_cell(seed))
-            meta["nbgrader"] = _nbgrader(grade_id + "_params", locked=True)
-        elif role == "check":
-            _set_source(cell, exercise.check_source())
-            meta["nbgrader"] = _nbgrader(grade_id, grade=True, locked=True, points=exercise.points)
-        else:
-            if edition != "answers":
-                _set_source(cell, stub_solutions(text, place))
-                tags = [tag for tag in meta.get("tags", []) if tag != "hide-input"]
-                if tags:
-                    meta["tags"] = tags
-                else:
-                    meta.pop("tags", None)
-                meta.pop("mystnb", None)
-            meta["nbgrader"] = _nbgrader(grade_id + "_solution", solution=True)
+        if ex_id is not None:
+            _edit_exercise_cell(cell, exercises[ex_id], role, text, place, seed, edition)
     out["cells"] = [cell for index, cell in enumerate(out["cells"]) if index not in left_out]
     add_checksums(out)
     out.setdefault("metadata", {})[METADATA_KEY] = {"chapter": chapter, "seed": seed, "edition": edition}
