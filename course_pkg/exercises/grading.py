@@ -8,9 +8,9 @@ The parameters and check cells are reset to their canonical source for the noteb
 Grades come from a state the student's code cannot reach: after an exercise's cells, the
 grader sends the kernel the exercise's parameters (serialised, drawn afresh from the seed), has
 it call the student's function on them and write the result to a file, and compares that
-result with :mod:`course_pkg.reference` itself, outside the kernel. Whatever the notebook does
-to ``check``, its parameters, the package, ``print``, exception handlers or IPython, only the
-function's result counts; an honest wrong answer is told what differs, as ``check`` does.
+result with :mod:`course_pkg.reference` itself, outside the kernel (:mod:`.probe`). Whatever the
+notebook does to ``check``, its parameters, the package, ``print``, exception handlers or IPython,
+only the function's result counts; an honest wrong answer is told what differs, as ``check`` does.
 
 Crash isolation: a cell that raises does not stop the others (``allow_errors``); a cell over
 the time limit, or a dead kernel, ends that kernel (killed, even if it ignores interrupts): a
@@ -31,10 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from .catalog import BOOK_SEED, EXERCISES, for_chapter, get
-from .comparison import compare
 from .notebooks import (
     METADATA_KEY,
     ROLES,
@@ -44,6 +41,7 @@ from .notebooks import (
     section_start,
     source_text,
 )
+from .probe import PROBE_KEY, probe_cell, score_probe, short_message
 
 
 @dataclass
@@ -100,7 +98,6 @@ class Report:
 
 
 CHAPTERS = {exercise.chapter for exercise in EXERCISES}
-PROBE_KEY = "course_grader_probe"  # metadata of the cells the grader adds
 
 
 def _malformed(path, what):
@@ -163,16 +160,10 @@ def _chapter_of(notebook, path):
     return chapter, ours.get("seed", BOOK_SEED)
 
 
-def _short(message, limit=160):
-    lines = str(message).strip().splitlines()
-    message = lines[0] if lines else ""
-    return message if len(message) <= limit else message[:limit - 3] + "..."
-
-
 def _error_of(cell):
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
-            value = _short(output.get("evalue", ""))
+            value = short_message(output.get("evalue", ""))
             return f"{output.get('ename', 'Error')}: {value}" if value else output.get("ename", "Error")
     return None
 
@@ -221,145 +212,6 @@ def prepare(notebook, path):
     return run, owner, exercises, seed
 
 
-# --------------------------------------------------------------------------- the probe
-
-class _Slot:
-    """Where the result of the student's ``index``-th call goes."""
-
-    def __init__(self, index):
-        self.index = index
-
-
-def call_plan(exercise, params):
-    """``(calls, layout)``: the ``(args, kwargs)`` of each call of the student's function and
-    the result's layout (a :class:`_Slot` or a list of them), read from :meth:`Exercise.result`."""
-    calls = []
-
-    def record(*args, **kwargs):
-        calls.append((list(args), kwargs))
-        return _Slot(len(calls) - 1)
-
-    return calls, exercise.result(record, params)
-
-
-def _encode(value):
-    """Parameters as JSON: arrays and tuples marked, so that the kernel rebuilds them exactly."""
-    if isinstance(value, np.ndarray):
-        return {"ndarray": value.tolist(), "dtype": value.dtype.str}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, tuple):
-        return {"tuple": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return {"dict": {key: _encode(v) for key, v in value.items()}}
-    return value
-
-
-# Runs in the student's kernel. It only reports what the student's function returns: the
-# grade is computed outside, so nothing the notebook patches can make a wrong result right.
-PROBE = """# The grader calls {answer} on exercise {id}'s parameters here (not part of the notebook).
-def __course_grader_probe(name, payload, out):
-    import json
-    import numpy
-
-    def decode(v):
-        if isinstance(v, list):
-            return [decode(x) for x in v]
-        if isinstance(v, dict):
-            if "ndarray" in v:
-                return numpy.asarray(v["ndarray"], dtype=v["dtype"])
-            if "tuple" in v:
-                return tuple(decode(x) for x in v["tuple"])
-            return {{key: decode(x) for key, x in v["dict"].items()}}
-        return v
-
-    def encode(v):
-        if v is None:
-            return {{"none": True}}
-        if isinstance(v, (tuple, list)):
-            return {{"list": [encode(x) for x in v]}}
-        try:
-            if hasattr(v, "detach"):
-                v = v.detach().cpu().numpy()
-            elif hasattr(v, "numpy") and not isinstance(v, numpy.ndarray):
-                v = v.numpy()
-            a = numpy.asarray(v)
-        except Exception as error:
-            return {{"not_array": type(v).__name__, "error": str(error)}}
-        data = a.tolist() if a.dtype.kind in "biufU" else None  # numbers and texts
-        return {{"array": data, "dtype": a.dtype.str, "shape": list(a.shape)}}
-
-    report = {{}}
-    answer = globals().get(name)
-    if answer is None:
-        report["undefined"] = True
-    elif not callable(answer):
-        report["not_callable"] = type(answer).__name__
-    else:
-        results = []
-        try:
-            for args, kwargs in decode(json.loads(payload)):
-                results.append(encode(answer(*args, **kwargs)))
-            report["results"] = results
-        except Exception as error:
-            report["raised"] = [type(error).__name__, str(error)]
-    with open(out, "w", encoding="utf-8") as file:
-        file.write(json.dumps(report))
-
-
-__course_grader_probe({answer!r}, {payload!r}, {out!r})
-del __course_grader_probe
-"""
-
-
-def probe_cell(exercise, seed, out):
-    """The cell that has the kernel call the student's function and write the result to ``out``."""
-    import nbformat
-
-    calls, _ = call_plan(exercise, exercise.params(seed))
-    payload = json.dumps(_encode([[args, kwargs] for args, kwargs in calls]))
-    source = PROBE.format(answer=exercise.answer, id=exercise.id, payload=payload, out=str(out))
-    return nbformat.v4.new_code_cell(source, metadata={PROBE_KEY: exercise.id})
-
-
-class _NotArray:
-    """A result the kernel could not turn into an array (``compare`` names its type)."""
-
-    def __init__(self, type_name, error):
-        self.type_name, self.error = type_name, error
-
-    def __array__(self, *args, **kwargs):
-        raise ValueError(self.error)
-
-
-def _decode(value):
-    if "none" in value:
-        return None
-    if "list" in value:
-        return [_decode(v) for v in value["list"]]
-    if "not_array" in value:
-        return _NotArray(str(value["not_array"]), str(value.get("error", "")))
-    dtype, shape = np.dtype(value["dtype"]), tuple(int(n) for n in value["shape"])
-    if value.get("array") is None:
-        return np.zeros(shape, dtype=dtype)  # neither numbers nor texts: only type and shape matter
-    return np.asarray(value["array"], dtype=dtype).reshape(shape)
-
-
-def _probe_failure(exercise, report):
-    """Why the kernel has no result of ``exercise``'s function, or ``None`` when it has one."""
-    if report.get("undefined"):
-        return f"NameError: name {exercise.answer!r} is not defined"
-    if "not_callable" in report:
-        return (f"AssertionError: Exercise {exercise.id}: {exercise.answer} must be a function, "
-                f"got {report['not_callable']}")
-    if "raised" in report:
-        name, message = report["raised"]
-        return f"{name}: {_short(message)}" if _short(message) else str(name)
-    return None
-
-
 def _cell_errors(run, owner, probes):
     """{exercise id: the first error among its own cells}: the solution and any cell the student
     added, not the parameters and check cells that the grader resets, nor its probes."""
@@ -374,37 +226,6 @@ def _cell_errors(run, owner, probes):
     return errors
 
 
-def _assemble(layout, results):
-    if isinstance(layout, _Slot):
-        return results[layout.index]
-    return type(layout)(_assemble(part, results) for part in layout)
-
-
-def score_probe(exercise, seed, report, cell_error=None):
-    """The reason ``exercise`` fails from the kernel's ``report`` of the student's results, or ``""``.
-
-    ``cell_error``: the first error of the exercise's own cells (``"ImportError: ..."``), if any.
-    Where the function is missing, not callable or raises, that error comes first: it is the
-    cause (a cell that failed before ``def``), the rest its consequence.
-    """
-    failure = _probe_failure(exercise, report)
-    if failure is not None:
-        if cell_error:
-            return f"{cell_error} (the error of exercise {exercise.id}'s cell; then: {failure})"
-        return failure
-    params = exercise.params(seed)
-    _, layout = call_plan(exercise, params)
-    try:
-        got = _assemble(layout, [_decode(value) for value in report["results"]])
-    except (KeyError, TypeError, ValueError, IndexError) as error:
-        return f"the grader could not read {exercise.answer}'s result: {error}"
-    try:
-        compare(exercise, got, exercise.expected(**params), exercise.answer + "(...)", params)
-    except AssertionError as error:
-        return f"AssertionError: {_short(error, 400)}"  # the course's message: a word or name and two answers
-    return ""
-
-
 # --------------------------------------------------------------------------- grading
 
 def grade(path, timeout=60, kernel_name="python3") -> Report:
@@ -412,63 +233,21 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
 
     ``timeout``: seconds any one cell may run (> 0); a cell over it has its kernel killed.
     """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     path = Path(path)
     notebook = read_notebook(path)
     run, owner, exercises, seed = prepare(notebook, path)
-    broken, reports = {}, {}
     with tempfile.TemporaryDirectory(prefix="course-grade-") as folder, \
             tempfile.TemporaryDirectory(prefix="course-grade-results-") as results:
-        outs, lasts = {}, []
-        for ex_id in exercises:  # a probe after each exercise's last cell
-            last = max([i for i, e in enumerate(owner) if e == ex_id], default=None)
-            if last is not None:
-                lasts.append((last, ex_id))
-                outs[ex_id] = Path(results) / f"{secrets.token_hex(16)}.json"
-        for last, ex_id in sorted(lasts, reverse=True):
-            run.cells.insert(last + 1, probe_cell(exercises[ex_id], seed, outs[ex_id]))
-            owner.insert(last + 1, ex_id)
+        outs = _insert_probes(run, owner, exercises, seed, results)
         probes = {i: cell.metadata[PROBE_KEY] for i, cell in enumerate(run.cells)
                   if PROBE_KEY in cell.metadata}
-        setup = [i for i, ex in enumerate(owner) if ex is None]
-        client = NotebookClient(run, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
-                                interrupt_on_timeout=False, shutdown_kernel="immediate",
-                                resources={"metadata": {"path": folder}})
-        order = [i for i in range(len(run.cells)) if owner[i] is not None]
-        position = 0
-        while True:
-            died = None
-            with client.setup_kernel(stderr=subprocess.DEVNULL):  # the kernel's own start-up lines
-                for i in setup:  # the set-up cell and the section's imports, in every new kernel
-                    try:
-                        client.execute_cell(run.cells[i], i)
-                    except (DeadKernelError, CellTimeoutError):
-                        raise ExerciseError(f"{path}: the set-up cells do not run") from None
-                while position < len(order):
-                    i = order[position]
-                    position += 1
-                    try:
-                        client.execute_cell(run.cells[i], i)
-                    except (DeadKernelError, CellTimeoutError) as error:
-                        died = (i, "the kernel died" if isinstance(error, DeadKernelError)
-                                else f"no answer within the {timeout}-s limit (the kernel was stopped)")
-                        break
-                    if i in probes:
-                        reports[probes[i]] = _read_report(outs[probes[i]], run.cells[i])
-            if died is None:
-                break
-            i, reason = died
-            broken.setdefault(owner[i], reason)
-            while position < len(order) and owner[order[position]] == owner[i]:
-                position += 1  # skip the rest of that exercise; a new kernel runs the set-up first
-            if position >= len(order):
-                break
-            client.km, client.kc = None, None
-    results, cell_errors = [], _cell_errors(run, owner, probes)
+        execution = _Execution(run, owner, probes, outs, path, timeout)
+        broken = execution.all_cells(folder, kernel_name)
+        reports = execution.reports
+    cell_errors = _cell_errors(run, owner, probes)
+    results = []
     for ex_id, exercise in exercises.items():
         reason = broken.get(ex_id)
         if reason is None:
@@ -482,6 +261,81 @@ def grade(path, timeout=60, kernel_name="python3") -> Report:
         score = 0 if reason else exercise.points
         results.append(Result(exercise.id, exercise.title, exercise.points, score, reason or ""))
     return Report(str(path), seed, results)
+
+
+def _insert_probes(run, owner, exercises, seed, results):
+    """Put a probe after each exercise's last cell (``owner`` kept in step with ``run.cells``);
+    returns {exercise id: the file in ``results`` its probe writes}."""
+    outs, lasts = {}, []
+    for ex_id in exercises:
+        last = max([i for i, e in enumerate(owner) if e == ex_id], default=None)
+        if last is not None:
+            lasts.append((last, ex_id))
+            outs[ex_id] = Path(results) / f"{secrets.token_hex(16)}.json"
+    for last, ex_id in sorted(lasts, reverse=True):
+        run.cells.insert(last + 1, probe_cell(exercises[ex_id], seed, outs[ex_id]))
+        owner.insert(last + 1, ex_id)
+    return outs
+
+
+class _Execution:
+    """The run of a notebook's exercise cells (``run``, with ``owner`` the exercise of each cell
+    and ``None`` for the set-up cells), a new kernel after one dies or runs over ``timeout``."""
+
+    def __init__(self, run, owner, probes, outs, path, timeout):
+        self.run, self.owner, self.probes, self.outs = run, owner, probes, outs
+        self.path, self.timeout = path, timeout
+        self.order = [i for i in range(len(run.cells)) if owner[i] is not None]
+        self.reports = {}  # exercise id -> its probe's report (or why there is none)
+
+    def all_cells(self, folder, kernel_name):
+        """Execute the exercises' cells in ``folder``: {exercise id: why its kernel stopped}.
+        A cell that kills its kernel or runs over the limit ends that exercise; a new kernel
+        runs the set-up cells and goes on with the next one."""
+        from nbclient import NotebookClient
+
+        client = NotebookClient(self.run, timeout=self.timeout, kernel_name=kernel_name,
+                                allow_errors=True, interrupt_on_timeout=False,
+                                shutdown_kernel="immediate", resources={"metadata": {"path": folder}})
+        broken, position, order, owner = {}, 0, self.order, self.owner
+        while True:
+            position, died = self.in_one_kernel(client, position)
+            if died is None:
+                break
+            i, reason = died
+            broken.setdefault(owner[i], reason)
+            while position < len(order) and owner[order[position]] == owner[i]:
+                position += 1  # skip the rest of that exercise; a new kernel runs the set-up first
+            if position >= len(order):
+                break
+            client.km, client.kc = None, None
+        return broken
+
+    def in_one_kernel(self, client, position):
+        """Start a kernel, run the set-up cells, then the exercises' cells from ``position`` until
+        one kills the kernel or times out. Returns ``(position, died)``: where it stopped and
+        ``(cell, reason)``, or ``None`` when every cell ran."""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        run, probes = self.run, self.probes
+        setup = [i for i, ex in enumerate(self.owner) if ex is None]
+        with client.setup_kernel(stderr=subprocess.DEVNULL):  # the kernel's own start-up lines
+            for i in setup:  # the set-up cell and the section's imports, in every new kernel
+                try:
+                    client.execute_cell(run.cells[i], i)
+                except (DeadKernelError, CellTimeoutError):
+                    raise ExerciseError(f"{self.path}: the set-up cells do not run") from None
+            while position < len(self.order):
+                i = self.order[position]
+                position += 1
+                try:
+                    client.execute_cell(run.cells[i], i)
+                except (DeadKernelError, CellTimeoutError) as error:
+                    return position, (i, "the kernel died" if isinstance(error, DeadKernelError) else
+                                      f"no answer within the {self.timeout}-s limit (the kernel was stopped)")
+                if i in probes:
+                    self.reports[probes[i]] = _read_report(self.outs[probes[i]], run.cells[i])
+        return position, None
 
 
 def _read_report(out, cell):
