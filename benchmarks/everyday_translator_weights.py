@@ -46,10 +46,12 @@ from course_pkg.evaluation import corpus_bleu, corpus_chrf  # noqa: E402
 
 
 def scores(hyps, refs):
+    """Corpus BLEU and chrF of ``hyps`` against ``refs``, rounded to 2 decimals."""
     return {"bleu": round(corpus_bleu(hyps, refs), 2), "chrf": round(corpus_chrf(hyps, refs), 2)}
 
 
-def main():
+def parse_args():
+    """The command line's options (see the module's docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--log-every", type=int, default=100)
@@ -57,7 +59,60 @@ def main():
                         help="steps between validation BLEU / chrF (greedy, all 372 pairs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=pretrained.FOLDER)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def train(cp, model, trainer, corpus, vocab, max_len, args):
+    """Train for ``args.steps`` steps, logging; returns ``(history, CPU seconds of training)``."""
+    train_batches = cp.make_batches(corpus.train, vocab, vocab, RECIPE["batch"], shuffle=True,
+                                    seed=args.seed, max_len=max_len)
+    valid = cp.make_batches(corpus.valid, vocab, vocab, 128, max_len=max_len)
+    history = {"step": [0], "loss": [None], "val_loss": [round(trainer.evaluate(valid)["loss"], 4)],
+               "bleu_step": [], "val_bleu": [], "val_chrf": []}
+    valid_sources, valid_refs = [s for s, _ in corpus.valid], [t for _, t in corpus.valid]
+    cpu, left = 0.0, args.steps
+    while left > 0:
+        chunk = min(args.log_every, left)
+        start = time.process_time()
+        logged = trainer.fit(train_batches, epochs=math.ceil(chunk / len(train_batches)), max_steps=chunk,
+                             progress=False)
+        cpu += time.process_time() - start
+        left -= chunk
+        history["step"].append(trainer.step)
+        history["loss"].append(round(logged["loss"][-1], 4))
+        history["val_loss"].append(round(trainer.evaluate(valid)["loss"], 4))
+        line = (f"step {trainer.step:5d}  train {history['loss'][-1]:.3f}  "
+                f"valid {history['val_loss'][-1]:.3f}  {cpu:.0f} CPU s")
+        if trainer.step % args.bleu_every == 0:
+            model.eval()
+            got = scores(cp.translate(model, valid_sources, vocab, vocab), valid_refs)
+            model.train()
+            history["bleu_step"].append(trainer.step)
+            history["val_bleu"].append(got["bleu"])
+            history["val_chrf"].append(got["chrf"])
+            line += f"  valid BLEU {got['bleu']:.2f} chrF {got['chrf']:.2f}"
+        print(line, flush=True)
+    return history, cpu
+
+
+def check_shipped(cp, config, half, vocab, sources, refs, hyps32, record, out):
+    """Read the shipped files back as chapter 7 reads them: the float16 weights' test scores go
+    into ``record``, which is written; the loaded translator must translate as they do."""
+    shipped_vocab = pretrained.everyday_vocab(out)
+    assert shipped_vocab.itos == vocab.itos
+    model16 = cp.Transformer(**config, dropout=0.0)
+    interop.set_weights(model16, {n: w.astype(np.float32) for n, w in half.items()})
+    hyps16 = cp.translate(model16.eval(), sources, shipped_vocab, shipped_vocab)
+    record["test"]["greedy_float16_weights"] = scores(hyps16, refs)
+    record["test"]["same_translations_float16"] = sum(a == b for a, b in zip(hyps16, hyps32))
+    (out / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    loaded = pretrained.everyday_translator(cp, folder=out)
+    assert cp.translate(loaded, sources, shipped_vocab, shipped_vocab) == hyps16
+
+
+def main():
+    """Train, write the files, read them back and print the test scores."""
+    args = parse_args()
 
     import torch
 
@@ -75,33 +130,7 @@ def main():
     trainer = cp.Trainer(model, warmup_steps=RECIPE["warmup"],
                          peak_learning_rate=RECIPE["peak_learning_rate"],
                          label_smoothing=RECIPE["label_smoothing"], seed=args.seed)
-    train = cp.make_batches(corpus.train, vocab, vocab, RECIPE["batch"], shuffle=True, seed=args.seed,
-                            max_len=max_len)
-    valid = cp.make_batches(corpus.valid, vocab, vocab, 128, max_len=max_len)
-    history = {"step": [0], "loss": [None], "val_loss": [round(trainer.evaluate(valid)["loss"], 4)],
-               "bleu_step": [], "val_bleu": [], "val_chrf": []}
-    valid_sources, valid_refs = [s for s, _ in corpus.valid], [t for _, t in corpus.valid]
-    cpu, left = 0.0, args.steps
-    while left > 0:
-        chunk = min(args.log_every, left)
-        start = time.process_time()
-        logged = trainer.fit(train, epochs=math.ceil(chunk / len(train)), max_steps=chunk, progress=False)
-        cpu += time.process_time() - start
-        left -= chunk
-        history["step"].append(trainer.step)
-        history["loss"].append(round(logged["loss"][-1], 4))
-        history["val_loss"].append(round(trainer.evaluate(valid)["loss"], 4))
-        line = (f"step {trainer.step:5d}  train {history['loss'][-1]:.3f}  "
-                f"valid {history['val_loss'][-1]:.3f}  {cpu:.0f} CPU s")
-        if trainer.step % args.bleu_every == 0:
-            model.eval()
-            got = scores(cp.translate(model, valid_sources, vocab, vocab), valid_refs)
-            model.train()
-            history["bleu_step"].append(trainer.step)
-            history["val_bleu"].append(got["bleu"])
-            history["val_chrf"].append(got["chrf"])
-            line += f"  valid BLEU {got['bleu']:.2f} chrF {got['chrf']:.2f}"
-        print(line, flush=True)
+    history, cpu = train(cp, model, trainer, corpus, vocab, max_len, args)
 
     model.eval()
     sources, refs = [s for s, _ in corpus.test], [t for _, t in corpus.test]
@@ -124,17 +153,7 @@ def main():
         "history": history,
         "test": {"pairs": len(refs), "copy": scores(sources, refs), "greedy_float32": scores(hyps32, refs)},
     }
-    # the shipped files, read back as chapter 7 reads them
-    shipped_vocab = pretrained.everyday_vocab(args.out)
-    assert shipped_vocab.itos == vocab.itos
-    model16 = cp.Transformer(**config, dropout=0.0)
-    interop.set_weights(model16, {n: w.astype(np.float32) for n, w in half.items()})
-    hyps16 = cp.translate(model16.eval(), sources, shipped_vocab, shipped_vocab)
-    record["test"]["greedy_float16_weights"] = scores(hyps16, refs)
-    record["test"]["same_translations_float16"] = sum(a == b for a, b in zip(hyps16, hyps32))
-    (args.out / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    loaded = pretrained.everyday_translator(cp, folder=args.out)
-    assert cp.translate(loaded, sources, shipped_vocab, shipped_vocab) == hyps16
+    check_shipped(cp, config, half, vocab, sources, refs, hyps32, record, args.out)
     print(json.dumps(record["test"], indent=1))
     sizes = [f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in sorted(args.out.iterdir())]
     print(f"{args.out}: " + ", ".join(sizes))

@@ -151,14 +151,14 @@ def keras_train_step(model, src, tgt_in, tgt_out):
     return step
 
 
-def tensorflow_pair():
+def keras_mha_transformer():
+    """The TensorFlow pair's reference: a post-LN Transformer of the course's size whose attention
+    stack is built from ``keras.layers.MultiHeadAttention`` (the course's embeddings and head)."""
     import keras
     import tensorflow as tf
     from keras import layers
 
     from course_pkg import tensorflow as cp
-
-    keras.utils.set_random_seed(0)
 
     class KerasBlock(layers.Layer):
         """Post-LN encoder (cross=False) or decoder (cross=True) layer from keras.layers."""
@@ -182,6 +182,8 @@ def tensorflow_pair():
                                                      training=training))
 
     class KerasMHATransformer(keras.Model):
+        """Encoder and decoder stacks of ``KerasBlock`` between the course's embeddings and a Dense."""
+
         def __init__(self):
             super().__init__()
             self.src_embedding = cp.PositionalEmbedding(VOCAB, D_MODEL, LENGTH)
@@ -204,13 +206,24 @@ def tensorflow_pair():
                 y = block(y, tgt_keep, x, src_keep, training=training)
             return self.final_layer(y)
 
+    return KerasMHATransformer()
+
+
+def tensorflow_pair():
+    """``course_pkg.tensorflow.Transformer`` against :func:`keras_mha_transformer`, seeded."""
+    import keras
+    import tensorflow as tf
+
+    from course_pkg import tensorflow as cp
+
+    keras.utils.set_random_seed(0)
     src, tgt_in, tgt_out = (tf.constant(t) for t in make_tokens())
 
     def make_step(model):
         return keras_train_step(model, src, tgt_in, tgt_out)
 
     course = cp.Transformer(LAYERS, D_MODEL, HEADS, DFF, VOCAB, VOCAB, LENGTH, DROPOUT)
-    reference = KerasMHATransformer()
+    reference = keras_mha_transformer()
     steps = make_step(course), make_step(reference)
     params = [m.count_params() for m in (course, reference)]
     return "keras.layers.MultiHeadAttention model", steps[0], steps[1], params, TARGET
