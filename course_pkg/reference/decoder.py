@@ -9,6 +9,7 @@ import numpy as np
 
 from .attention import multi_head_attention
 from .base import LAYER_NORM_EPSILON, layer_norm, num_layers, sub
+from .encoder import sublayer_connection
 from .feed_forward import feed_forward
 from .positional import positional_embedding
 
@@ -20,26 +21,18 @@ def decoder_layer(params, x, enc_output, num_heads, look_ahead_mask=None, paddin
     Returns ``(x, self_weights, cross_weights)`` (``cross_weights`` None without cross-attention).
     """
     x = np.asarray(x, np.float64)
-    norm = lambda i, y: layer_norm(sub(params, f"norm{i}"), y, eps)  # noqa: E731
+    norm = lambda i: lambda y: layer_norm(sub(params, f"norm{i}"), y, eps)  # noqa: E731
     self_attend = lambda h: multi_head_attention(  # noqa: E731
         sub(params, "self_attn"), h, h, h, num_heads, look_ahead_mask)
     cross_attend = lambda h: multi_head_attention(  # noqa: E731
         sub(params, "cross_attn"), h, enc_output, enc_output, num_heads, padding_mask)
-    ffn = lambda h: feed_forward(sub(params, "ffn"), h, activation)  # noqa: E731
+    ffn = lambda h: (feed_forward(sub(params, "ffn"), h, activation), None)  # noqa: E731
+    x, self_w = sublayer_connection(x, self_attend, norm(1), norm_first)
     cross_w = None
-    if norm_first:
-        attn, self_w = self_attend(norm(1, x))
-        x = x + attn
-        if cross_attention:
-            attn, cross_w = cross_attend(norm(2, x))
-            x = x + attn
-        return x + ffn(norm(3, x)), self_w, cross_w
-    attn, self_w = self_attend(x)
-    x = norm(1, x + attn)
     if cross_attention:
-        attn, cross_w = cross_attend(x)
-        x = norm(2, x + attn)
-    return norm(3, x + ffn(x)), self_w, cross_w
+        x, cross_w = sublayer_connection(x, cross_attend, norm(2), norm_first)
+    x, _ = sublayer_connection(x, ffn, norm(3), norm_first)
+    return x, self_w, cross_w
 
 
 def decoder(params, tokens, enc_output, num_heads, look_ahead_mask=None, padding_mask=None,

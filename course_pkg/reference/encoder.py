@@ -12,6 +12,18 @@ from .feed_forward import feed_forward
 from .positional import positional_embedding
 
 
+def sublayer_connection(x, sublayer, norm, norm_first):
+    """One sub-layer with its residual connection and layer normalisation (no dropout: the
+    reference computes inference): post-LN ``norm(x + sublayer(x))``, pre-LN
+    ``x + sublayer(norm(x))``. ``sublayer`` returns ``(output, extra)``; returns ``(x, extra)``.
+    """
+    if norm_first:
+        out, extra = sublayer(norm(x))
+        return x + out, extra
+    out, extra = sublayer(x)
+    return norm(x + out), extra
+
+
 def encoder_layer(params, x, num_heads, mask=None, norm_first=False, activation="relu",
                   eps=LAYER_NORM_EPSILON):
     """Encoder layer, post-LN (the paper) or pre-LN (``norm_first``).
@@ -19,16 +31,11 @@ def encoder_layer(params, x, num_heads, mask=None, norm_first=False, activation=
     Returns ``(x, self_attention_weights)``.
     """
     x = np.asarray(x, np.float64)
-    norm1, norm2 = sub(params, "norm1"), sub(params, "norm2")
-    if norm_first:
-        h = layer_norm(norm1, x, eps)
-        attn, weights = multi_head_attention(sub(params, "self_attn"), h, h, h, num_heads, mask)
-        x = x + attn
-        x = x + feed_forward(sub(params, "ffn"), layer_norm(norm2, x, eps), activation)
-        return x, weights
-    attn, weights = multi_head_attention(sub(params, "self_attn"), x, x, x, num_heads, mask)
-    x = layer_norm(norm1, x + attn, eps)
-    x = layer_norm(norm2, x + feed_forward(sub(params, "ffn"), x, activation), eps)
+    norm = lambda i: lambda y: layer_norm(sub(params, f"norm{i}"), y, eps)  # noqa: E731
+    self_attend = lambda h: multi_head_attention(sub(params, "self_attn"), h, h, h, num_heads, mask)  # noqa: E731
+    ffn = lambda h: (feed_forward(sub(params, "ffn"), h, activation), None)  # noqa: E731
+    x, weights = sublayer_connection(x, self_attend, norm(1), norm_first)
+    x, _ = sublayer_connection(x, ffn, norm(2), norm_first)
     return x, weights
 
 

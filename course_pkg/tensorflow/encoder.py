@@ -20,6 +20,27 @@ from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
 
+def sublayer_connection(x, sublayer, norm, dropout, norm_first, training=None):
+    """One sub-layer wrapped in dropout, a residual connection and layer normalisation (§3.1,
+    §5.4): the wiring of every sub-layer of :class:`EncoderLayer` and
+    :class:`~course_pkg.tensorflow.decoder.DecoderLayer`, in one place for both orders.
+
+    Post-LN (``norm_first=False``, the paper): ``norm(x + dropout(sublayer(x)))``.
+    Pre-LN (``norm_first=True``): ``x + dropout(sublayer(norm(x)))``.
+
+    ``sublayer`` maps its input to ``(output, extra)``; ``extra`` (attention weights, the keys
+    and values of a decoding step, or ``None``) is returned beside the new ``x``.
+
+    Shape:
+        x (batch, seq, d_model) -> (batch, seq, d_model), extra.
+    """
+    if norm_first:  # pre-LN: normalise the sub-layer's input; the residual stream stays un-normalised
+        out, extra = sublayer(norm(x))  # (batch, seq, d_model)
+        return x + dropout(out, training=training), extra  # (batch, seq, d_model)
+    out, extra = sublayer(x)  # post-LN: normalise the residual sum, (batch, seq, d_model)
+    return norm(x + dropout(out, training=training)), extra  # (batch, seq, d_model)
+
+
 @keras.saving.register_keras_serializable(package="course_pkg")
 class EncoderLayer(Layer):
     """One encoder layer, post-LN as in the paper (pre-LN with ``norm_first=True``).
@@ -72,22 +93,13 @@ class EncoderLayer(Layer):
         self.built = True
 
     def call(self, x, mask=None, return_attention=False, training=None):
-        # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
-        h = self.norm1(x) if self.norm_first else x  # (batch, seq, d_model)
-        attn, weights = self.self_attn(h, h, h, mask=mask, need_weights=return_attention,
-                                       training=training)  # (batch, seq, d_model), (batch, heads, seq, seq)
-        attn = self.dropout1(attn, training=training)
-        x = x + attn if self.norm_first else self.norm1(x + attn)  # (batch, seq, d_model)
-        h = self.norm2(x) if self.norm_first else x
-        out = self.dropout2(self.ffn(h, training=training), training=training)  # (batch, seq, d_model)
-        x = x + out if self.norm_first else self.norm2(x + out)  # (batch, seq, d_model)
+        # Each sub-layer wrapped in dropout, residual and LayerNorm, post-LN or pre-LN (sublayer_connection).
+        x, weights = sublayer_connection(  # (batch, seq, d_model), (batch, heads, seq, seq) or None
+            x, lambda h: self.self_attn(h, h, h, mask=mask, need_weights=return_attention, training=training),
+            self.norm1, self.dropout1, self.norm_first, training)
+        x, _ = sublayer_connection(x, lambda h: (self.ffn(h, training=training), None), self.norm2,
+                                   self.dropout2, self.norm_first, training)  # (batch, seq, d_model)
         return (x, weights) if return_attention else x
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.dropout, "norm_first": self.norm_first, "activation": self.activation,
-                "layer_norm_eps": self.layer_norm_eps}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -147,10 +159,3 @@ class Encoder(Layer):
         if self.final_norm is not None:
             x = self.final_norm(x)  # (batch, seq, d_model)
         return (x, maps) if return_attention else x
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout, "norm_first": self.norm_first,
-                "activation": self.activation, "layer_norm_eps": self.layer_norm_eps}

@@ -20,6 +20,7 @@ from ..common.checks import (
 )
 from .attention import MultiHeadAttention
 from .base import Layer, dropout_layer, layer_norm
+from .encoder import sublayer_connection
 from .feed_forward import FeedForward
 from .positional import PositionalEmbedding
 
@@ -92,23 +93,31 @@ class DecoderLayer(Layer):
     def forward(self, x, enc_output=None, look_ahead_mask=None, padding_mask=None,
                 return_attention=False):
         self._check_enc_output(enc_output)
-        # Post-LN (the paper) normalises after each residual sum; pre-LN normalises each sub-layer's input.
-        h = self.norm1(x) if self.norm_first else x  # (batch, tgt_len, d_model)
-        attn, self_weights = self.self_attn(h, h, h, mask=look_ahead_mask,
-                                            need_weights=return_attention)  # (batch, tgt_len, d_model)
-        out = self.dropout1(attn)
-        x = x + out if self.norm_first else self.norm1(x + out)
-        cross_weights = None
-        if self.cross_attention:  # queries from the decoder, keys and values from the encoder
-            h = self.norm2(x) if self.norm_first else x
-            attn, cross_weights = self.cross_attn(h, enc_output, enc_output, mask=padding_mask,
-                                                  need_weights=return_attention)
-            out = self.dropout2(attn)
-            x = x + out if self.norm_first else self.norm2(x + out)
-        h = self.norm3(x) if self.norm_first else x
-        out = self.dropout3(self.ffn(h))  # (batch, tgt_len, d_model)
-        x = x + out if self.norm_first else self.norm3(x + out)
+        x, self_weights, cross_weights = self._sublayers(  # (batch, tgt_len, d_model), weights or None
+            x, lambda h: self.self_attn(h, h, h, mask=look_ahead_mask, need_weights=return_attention),
+            # queries from the decoder, keys and values from the encoder
+            lambda h: self.cross_attn(h, enc_output, enc_output, mask=padding_mask,
+                                      need_weights=return_attention))
         return (x, self_weights, cross_weights) if return_attention else x
+
+    def _sublayers(self, x, self_attend, cross_attend):
+        """The three sub-layers, each wired by :func:`~course_pkg.torch.encoder.sublayer_connection`;
+        ``self_attend`` and ``cross_attend`` map their input to ``(output, extra)``, as the full
+        call and :meth:`step` attend differently. Returns ``(x, self extra, cross extra)``, the
+        last ``None`` without cross-attention.
+
+        Shape:
+            x (batch, tgt_len, d_model) -> (batch, tgt_len, d_model), extras.
+        """
+        norm_first = self.norm_first
+        x, self_extra = sublayer_connection(x, self_attend, self.norm1, self.dropout1, norm_first)
+        cross_extra = None
+        if self.cross_attention:
+            x, cross_extra = sublayer_connection(x, cross_attend, self.norm2, self.dropout2,
+                                                 norm_first)
+        x, _ = sublayer_connection(x, lambda h: (self.ffn(h), None), self.norm3,
+                                   self.dropout3, norm_first)  # (batch, tgt_len, d_model)
+        return x, self_extra, cross_extra
 
     def step(self, x, cache, look_ahead_mask=None, padding_mask=None):
         """Decode new positions only, reusing cached keys and values.
@@ -124,29 +133,20 @@ class DecoderLayer(Layer):
             look_ahead_mask (batch, 1, new, past + new) ->
             (batch, new, d_model), cache with (batch, heads, past + new, depth).
         """
-        h = self.norm1(x) if self.norm_first else x  # (batch, new, d_model)
-        k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
-        k = torch.cat([cache["self_k"], k], dim=2)  # (batch, heads, past + new, depth)
-        v = torch.cat([cache["self_v"], v], dim=2)  # (batch, heads, past + new, depth)
-        attn, _ = self.self_attn.attend(h, k, v, look_ahead_mask, need_weights=False)  # (batch, new, d_model)
-        out = self.dropout1(attn)
-        x = x + out if self.norm_first else self.norm1(x + out)
-        if self.cross_attention:
-            h = self.norm2(x) if self.norm_first else x
-            attn, _ = self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask,
-                                             need_weights=False)
-            out = self.dropout2(attn)
-            x = x + out if self.norm_first else self.norm2(x + out)
-        h = self.norm3(x) if self.norm_first else x
-        out = self.dropout3(self.ffn(h))  # (batch, new, d_model)
-        x = x + out if self.norm_first else self.norm3(x + out)
-        return x, {**cache, "self_k": k, "self_v": v}
+        def self_attend(h):  # the new positions' keys and values join the cached ones
+            k, v = self.self_attn.project_kv(h, h)  # (batch, heads, new, depth)
+            k = torch.cat([cache["self_k"], k], dim=2)  # (batch, heads, past + new, depth)
+            v = torch.cat([cache["self_v"], v], dim=2)  # (batch, heads, past + new, depth)
+            attn, _ = self.self_attn.attend(h, k, v, look_ahead_mask,
+                                            need_weights=False)  # (batch, new, d_model)
+            return attn, (k, v)
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "dropout": self.dropout, "norm_first": self.norm_first, "activation": self.activation,
-                "layer_norm_eps": self.layer_norm_eps, "cross_attention": self.cross_attention}
+        def cross_attend(h):  # the encoder's keys and values, projected once by Decoder.init_cache
+            return self.cross_attn.attend(h, cache["cross_k"], cache["cross_v"], padding_mask,
+                                          need_weights=False)  # (batch, new, d_model), None
+
+        x, (k, v), _ = self._sublayers(x, self_attend, cross_attend)  # (batch, new, d_model)
+        return x, {**cache, "self_k": k, "self_v": v}
 
 
 class Decoder(Layer):
@@ -256,11 +256,3 @@ class Decoder(Layer):
         if self.final_norm is not None:
             x = self.final_norm(x)  # (batch, new, d_model)
         return x, new_cache
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout, "norm_first": self.norm_first,
-                "activation": self.activation, "layer_norm_eps": self.layer_norm_eps,
-                "cross_attention": self.cross_attention}
