@@ -21,6 +21,7 @@ CASES = [
     ("course_pkg.common.rotary_checks", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.generation", ["torch", "tensorflow", "keras"]),
     ("course_pkg.common.files", ["torch", "tensorflow", "keras", "numpy"]),
+    ("course_pkg.common.config", ["torch", "tensorflow", "keras", "numpy"]),
     ("course_pkg.common.huggingface", ["torch", "tensorflow", "keras", "transformers"]),
     ("course_pkg.common.llama_checkpoint", ["torch", "tensorflow", "keras", "transformers"]),
     ("course_pkg.data", ["torch", "tensorflow", "keras"]),
@@ -91,12 +92,10 @@ FRAMEWORK_ONLY_NAMES = {
 FRAMEWORK_ONLY_METHODS = {
     "base.Layer": {"from_config": "torch: Keras' Layer has it", "compute_mask": "tensorflow: Keras plumbing"},
     "base.Model": {"from_config": "torch: Model is Layer", "get_config": "torch: Model is Layer"},
-    "base.Bias": {"get_config": "tensorflow: Keras serialisation"},
 }
 FRAMEWORK_ONLY_ATTRIBUTES = {
     "built",  # Keras' flag, set by the layers built at construction
     "pe",  # the position table: a registered buffer in PyTorch, a constant in Keras
-    "size",  # Bias's argument, kept for Keras' get_config
 }
 # Parameters only one framework has: Keras' training flag, layer name and dtype policy, **kwargs.
 FRAMEWORK_PARAMETERS = {"training", "kwargs", "name", "dtype"}

@@ -18,5 +18,6 @@ model's weights by their canonical names).
 - :mod:`~course_pkg.common.generation`: what GPT's ``generate`` does alike in both frameworks;
 - :mod:`~course_pkg.common.search`: greedy and beam search's defaults, length penalty, state reordering;
 - :mod:`~course_pkg.common.files`: atomic file writes, the package's cache folder;
+- :mod:`~course_pkg.common.config`: a layer's configuration, its constructor's recorded arguments;
 - :mod:`~course_pkg.common.huggingface`: Hugging Face checkpoints mapped to the course's weight names.
 """

@@ -9,8 +9,9 @@ the Keras plumbing, so that each class reads like its PyTorch twin:
   name;
 * no Keras mask propagation (``compute_mask`` returns ``None``): the course
   passes its masks explicitly;
-* ``get_config()`` starts from Keras' own keys (name, dtype, trainable), to
-  which each class adds its constructor arguments.
+* ``get_config()`` returns Keras' own keys (name, dtype, trainable) and the
+  constructor's arguments, recorded when the layer was built
+  (:mod:`course_pkg.common.config`), so that no class lists them a second time.
 
 The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`, :func:`dropout_layer`) start
 from the same distributions as their PyTorch twins and are built at
@@ -28,6 +29,7 @@ import tensorflow as tf
 from keras import layers
 
 from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
+from ..common.config import record_arguments, recorded_arguments
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,9 +45,13 @@ class Layer(layers.Layer):
       ``mask``: Keras would otherwise fill a missing ``mask`` from the input's
       Keras mask, and a mask passed by position would arrive twice.
     * ``compute_mask`` returns ``None``: the course passes its masks explicitly.
-    * ``get_config()`` returns Keras' own keys (name, dtype, trainable); each
-      class adds its constructor arguments.
+    * Every subclass records its constructor's arguments when it is built.
+    * ``get_config()`` returns Keras' own keys (name, dtype, trainable) and them.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        record_arguments(cls)
 
     def __call__(self, *args, **kwargs):
         names = _argument_names(type(self).call)
@@ -67,8 +73,8 @@ class Layer(layers.Layer):
         return None
 
     def get_config(self):
-        """Keras' own configuration (name, dtype, trainable); each class adds its arguments."""
-        return super().get_config()
+        """The constructor's arguments, defaults included, added to Keras' (name, dtype, trainable)."""
+        return {**super().get_config(), **recorded_arguments(self)}
 
 
 class Model(Layer, keras.Model):
@@ -107,7 +113,7 @@ def embedding(vocab_size: int, d_model: int, name=None, dtype=None) -> layers.Em
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Bias(layers.Layer):
+class Bias(Layer):
     """A learned vector added along the last axis, initialised to 0 (the MLM decoder's bias).
 
     Shape:
@@ -116,13 +122,8 @@ class Bias(layers.Layer):
 
     def __init__(self, size: int, **kwargs):
         super().__init__(**kwargs)
-        self.size = size
         self.bias = self.add_weight(shape=(size,), initializer="zeros", name="bias")
         self.built = True
 
     def call(self, x):
         return x + tf.cast(self.bias, x.dtype)
-
-    def get_config(self):
-        """The constructor arguments, added to Keras' configuration."""
-        return {**super().get_config(), "size": self.size}

@@ -139,13 +139,6 @@ class BERT(Model):
         """
         return self.mlm_logits(self(tokens, segment_ids, padding_mask, training=training)[0])
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "type_vocab_size": self.type_vocab_size, "dropout": self.dropout,
-                "activation": self.activation, "layer_norm_eps": self.layer_norm_eps, "pad_id": self.pad_id}
-
 
 def bert_from_huggingface(source, config=None):
     """A course :class:`BERT` with the configuration and weights of a Hugging Face BERT.

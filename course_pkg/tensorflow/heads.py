@@ -91,8 +91,3 @@ class ClassificationHead(Layer):
         check_states(tuple(x.shape), self.d_model, x.dtype.is_floating, x.dtype.name)
         h = select_token(x, self.token_index if token_index is None else token_index)  # (batch, d_model)
         return self.classifier(self.state_dropout(h, training=training))  # (batch, num_classes)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_classes": self.num_classes,
-                "dropout": self.dropout, "token_index": self.token_index}

@@ -44,7 +44,3 @@ class RMSNorm(Layer):
         mean_square = tf.reduce_mean(tf.square(x32), axis=-1, keepdims=True)  # (..., 1)
         normed = tf.cast(x32 * tf.math.rsqrt(mean_square + self.epsilon), x.dtype)  # (..., d_model)
         return normed * tf.cast(self.scale, x.dtype)  # (..., d_model)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "epsilon": self.epsilon}

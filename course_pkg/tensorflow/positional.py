@@ -78,11 +78,6 @@ class PositionalEmbedding(Layer):
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
         return x + tf.cast(self.pe[start:start + seq], x.dtype)  # (batch, seq, d_model)
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
-                "max_len": self.max_len}
-
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class LearnedPositionalEncoding(Layer):
@@ -134,7 +129,3 @@ class LearnedPositionalEncoding(Layer):
         seq = tf.shape(x)[1]
         table = self.table.embeddings[start:start + seq]  # (seq, d_model)
         return x + tf.cast(table, x.dtype)  # (batch, seq, d_model)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "max_len": self.max_len, "d_model": self.d_model}

@@ -130,9 +130,12 @@ class BahdanauAttention(Layer):
         return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "units": self.units, "query_dim": self.query_dim,
-                "key_dim": self.key_dim}
+        """The recorded arguments, ``query_dim`` and ``key_dim`` resolved (``None`` is ``units``).
+
+        Layers with weights of the same shapes then have the same configuration, whether a width
+        was given or left to its default (:func:`course_pkg.interop.copy_weights` compares them).
+        """
+        return {**super().get_config(), "query_dim": self.query_dim, "key_dim": self.key_dim}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -189,6 +192,9 @@ class LuongAttention(Layer):
         return _context(weights, keys, mask), weights  # (batch, Tq, key_dim), (batch, Tq, Tk)
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "units": self.units, "score": self.score,
-                "key_dim": self.key_dim}
+        """The recorded arguments, ``key_dim`` resolved (``None`` is ``units``).
+
+        Layers with weights of the same shapes then have the same configuration, whether the width
+        was given or left to its default (:func:`course_pkg.interop.copy_weights` compares them).
+        """
+        return {**super().get_config(), "key_dim": self.key_dim}

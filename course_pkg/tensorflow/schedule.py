@@ -7,10 +7,12 @@ import keras
 import tensorflow as tf
 
 from ..common.checks import noam_scale
+from ..common.config import record_arguments, recorded_arguments
 from ..common.training import ADAM_BETAS, ADAM_EPSILON
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
+@record_arguments
 class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """The learning rate of the paper: warm up linearly, then decay as 1/sqrt(step).
 
@@ -47,9 +49,9 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return self._scale * tf.minimum(step ** -0.5, step * self.warmup_steps ** -1.5)
 
     def get_config(self):
-        """The constructor arguments (as Keras' ``get_config``)."""
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
-                "peak_learning_rate": self.peak_learning_rate}
+        """The constructor's arguments, defaults included (as Keras' ``get_config``), recorded by
+        :func:`~course_pkg.common.config.record_arguments` (a schedule has no course base class)."""
+        return recorded_arguments(self)
 
 
 def make_optimizer(model, d_model=None, warmup_steps=4000, peak_learning_rate=None):

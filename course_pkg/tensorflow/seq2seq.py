@@ -132,11 +132,6 @@ class Seq2SeqEncoder(Layer):
         state = tf.gather(states, lengths, batch_dims=1)  # (batch, units)
         return outputs, state
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units, "pad_id": self.pad_id}
-
 
 @keras.saving.register_keras_serializable(package="course_pkg")
 class Seq2SeqDecoder(Layer):
@@ -185,11 +180,6 @@ class Seq2SeqDecoder(Layer):
         outputs, state = self.rnn(tf.concat([x, context], axis=-1), initial_state=state,
                                   training=training)  # (batch, tgt_len, units), (batch, units)
         return self.final_layer(outputs), state  # (batch, tgt_len, vocab_size), (batch, units)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units}
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -273,12 +263,6 @@ class AttentionDecoder(Layer):
         logits = self.final_layer(states)  # (batch, tgt_len, vocab_size)
         state = states[:, -1]  # (batch, units)
         return (logits, state, weights) if return_attention else (logits, state)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units,
-                "attention": self.attention_type}
 
 
 # ------------------------------------------------------------------------ whole model
@@ -375,9 +359,3 @@ class Seq2Seq(Model):
             logits, new_state = self.decoder(tgt_tokens, state["enc_output"], state["state"],
                                              state["src_mask"])  # (batch, new, target_vocab_size)
         return logits, {**state, "state": new_state}
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "input_vocab_size": self.input_vocab_size,
-                "target_vocab_size": self.target_vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "attention": self.attention_type, "pad_id": self.pad_id}

@@ -5,8 +5,9 @@ Keras twin holds the Keras plumbing (masks by keyword, no Keras mask
 propagation); PyTorch needs none of it, so here it only gives the two things
 both frameworks share:
 
-* ``get_config()`` starts from an empty dict (Keras starts from its own keys:
-  name, dtype, trainable), to which each class adds its constructor arguments;
+* ``get_config()`` returns the constructor's arguments, recorded when the layer
+  was built (:mod:`course_pkg.common.config`; Keras adds its own keys: name,
+  dtype, trainable), so that no class lists them a second time;
 * ``from_config(config)`` builds the layer back from it, as in Keras.
 
 The leaf layers (:func:`dense`, :func:`layer_norm`, :func:`embedding`, :func:`dropout`) start
@@ -20,19 +21,25 @@ import torch
 from torch import nn
 
 from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
+from ..common.config import record_arguments, recorded_arguments
 
 
 class Layer(nn.Module):
     """Base of the course's PyTorch layers (and models).
 
-    * ``get_config()`` returns ``{}`` (Keras returns its own keys: name, dtype,
-      trainable); each class adds its constructor arguments.
+    * Every subclass records its constructor's arguments when it is built.
+    * ``get_config()`` returns them (Keras adds its own keys: name, dtype,
+      trainable).
     * ``from_config(config)`` builds the layer back from them, as in Keras.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        record_arguments(cls)
+
     def get_config(self):
-        """Keras' own configuration has no PyTorch counterpart: each class adds its arguments."""
-        return {}
+        """The constructor's arguments, defaults included (Keras adds name, dtype and trainable)."""
+        return recorded_arguments(self)
 
     @classmethod
     def from_config(cls, config):
@@ -94,7 +101,7 @@ def embedding(vocab_size: int, d_model: int) -> nn.Embedding:
     return layer
 
 
-class Bias(nn.Module):
+class Bias(Layer):
     """A learned vector added along the last axis, initialised to 0 (the MLM decoder's bias).
 
     Shape:

@@ -71,8 +71,3 @@ class FeedForward(Layer):
         if self.gated:
             hidden = hidden * self.w3(x)  # (batch, seq, dff)
         return self.w2(self.hidden_dropout(hidden))  # (batch, seq, d_model)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "dff": self.dff, "dropout": self.dropout,
-                "activation": self.activation, "gated": self.gated, "use_bias": self.use_bias}

@@ -42,7 +42,3 @@ class RMSNorm(Layer):
         mean_square = x32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         normed = (x32 * torch.rsqrt(mean_square + self.epsilon)).to(x.dtype)  # (..., d_model)
         return normed * self.scale  # (..., d_model)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "epsilon": self.epsilon}

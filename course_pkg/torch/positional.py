@@ -74,11 +74,6 @@ class PositionalEmbedding(Layer):
         x = self.token_embedding(tokens) * math.sqrt(self.d_model)  # (batch, seq, d_model)
         return x + self.pe[start:start + seq].to(x.dtype)  # (batch, seq, d_model)
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
-                "max_len": self.max_len}
-
 
 class LearnedPositionalEncoding(Layer):
     """A learned position table added to its input: the alternative to the sinusoidal one.
@@ -122,7 +117,3 @@ class LearnedPositionalEncoding(Layer):
         seq = x.shape[1]
         check_length(start + seq, self.max_len)
         return x + self.table.weight[start:start + seq].to(x.dtype)  # (batch, seq, d_model)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "max_len": self.max_len, "d_model": self.d_model}

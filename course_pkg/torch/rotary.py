@@ -118,7 +118,3 @@ class RotaryEmbedding(Layer):
         positions = positions_tensor(positions, x.shape[0], x.shape[2]).to(x.device)  # (batch or 1, seq)
         cos, sin = rotary_cos_sin(positions, self.head_dim, self.theta)  # (batch, seq, head_dim) each
         return apply_rotary(x, cos, sin)  # (batch, heads, seq, head_dim)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "head_dim": self.head_dim, "theta": self.theta}

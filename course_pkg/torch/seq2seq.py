@@ -132,11 +132,6 @@ class Seq2SeqEncoder(Layer):
         state = states[torch.arange(tokens.shape[0], device=tokens.device), lengths]  # (batch, units)
         return outputs, state
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units, "pad_id": self.pad_id}
-
 
 class Seq2SeqDecoder(Layer):
     """GRU decoder without attention, from a fixed context vector (Cho et al., 2014).
@@ -181,11 +176,6 @@ class Seq2SeqDecoder(Layer):
         outputs, state = self.rnn(torch.cat([x, context], dim=-1),
                                   state[None])  # (batch, tgt_len, units), (1, batch, units)
         return self.final_layer(outputs), state[0]  # (batch, tgt_len, vocab_size), (batch, units)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units}
 
 
 class AttentionDecoder(Layer):
@@ -257,12 +247,6 @@ class AttentionDecoder(Layer):
         weights = torch.stack(weights, dim=1)  # (batch, tgt_len, src_len)
         logits = self.final_layer(states)  # (batch, tgt_len, vocab_size)
         return (logits, state, weights) if return_attention else (logits, state)
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_dim": self.embedding_dim, "units": self.units,
-                "attention": self.attention_type}
 
 
 # ------------------------------------------------------------------------ whole model
@@ -355,9 +339,3 @@ class Seq2Seq(Model):
             logits, new_state = self.decoder(tgt_tokens, state["enc_output"], state["state"],
                                              state["src_mask"])  # (batch, new, target_vocab_size)
         return logits, {**state, "state": new_state}
-
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "input_vocab_size": self.input_vocab_size,
-                "target_vocab_size": self.target_vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "attention": self.attention_type, "pad_id": self.pad_id}

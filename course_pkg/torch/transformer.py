@@ -171,15 +171,6 @@ class Transformer(Model):
         logits = self.final_layer(x)  # (batch, new, target_vocab_size)
         return logits, {**state, "tgt_pad": tgt_pad, "layers": layers}
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff,
-                "input_vocab_size": self.input_vocab_size,
-                "target_vocab_size": self.target_vocab_size, "max_len": self.max_len,
-                "dropout": self.dropout, "pad_id": self.pad_id, "activation": self.activation,
-                "layer_norm_eps": self.layer_norm_eps, "mask_target_padding": self.mask_target_padding}
-
 
 def marian_from_huggingface(source, config=None):
     """A course :class:`Transformer` with the configuration and weights of a Hugging Face Marian.

@@ -87,11 +87,6 @@ class PatchEmbedding(Layer):
                      stride=p)  # (batch, d_model, rows, cols)
         return x.flatten(2).transpose(1, 2)  # (batch, patches, d_model)
 
-    def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "patch_size": self.patch_size, "num_channels": self.num_channels,
-                "d_model": self.d_model}
-
 
 class ViT(Model):
     """The Vision Transformer: patches, a class token, learned positions, a pre-LN encoder.
@@ -216,12 +211,12 @@ class ViT(Model):
         return (out, maps) if return_attention else out
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "image_size": self.image_size, "patch_size": self.patch_size,
-                "num_layers": self.num_layers, "d_model": self.d_model, "num_heads": self.num_heads,
-                "dff": self.dff, "num_classes": self.num_classes, "num_channels": self.num_channels,
-                "dropout": self.dropout, "pooling": self.pooling, "layer_norm_eps": self.layer_norm_eps,
-                "activation": self.activation, "stem_channels": self.stem_channels}
+        """The recorded arguments, ``stem_channels`` as the tuple the stem is built from.
+
+        The argument may be an int (a stem of one layer) or any sequence of ints; the configuration
+        names each stem one way, as the tuple (``(4,)`` for ``4`` and ``[4]``).
+        """
+        return {**super().get_config(), "stem_channels": self.stem_channels}
 
 
 def vit_from_huggingface(hf_model_or_state_dict, config=None):
