@@ -309,8 +309,9 @@ class MultiHeadAttention(Layer):
         check_rope_positions(self.rope_theta, positions is None)
         if self.rotary is not None and positions is None:
             check_rope_lengths(query.shape[1], key.shape[1])
-        k, v = self.project_kv(key, value, positions=positions)  # (batch, kv_heads, Tk, depth) each
-        return self.attend(query, k, v, mask, need_weights=need_weights, positions=positions)
+        # Checked once, here: the unchecked halves of project_kv and attend follow.
+        k, v = self._project_kv(key, value, positions)  # (batch, kv_heads, Tk, depth) each
+        return self._attend(query, k, v, mask, need_weights, positions)  # (batch, Tq, d_model), weights
 
     def project_kv(self, key, value, positions=None):
         """Project and split keys and values: the part a decoding cache can keep (only the
@@ -325,6 +326,15 @@ class MultiHeadAttention(Layer):
         check_features(value.shape, self.d_model, "value")
         check_input_dtypes(self, key=key, value=value)
         check_rope_positions(self.rope_theta, positions is None)
+        return self._project_kv(key, value, positions)  # (batch, kv_heads, Tk, depth) each
+
+    def _project_kv(self, key, value, positions):
+        """:meth:`project_kv` without its checks, for a caller that has checked them (the layer's own call).
+
+        Shape:
+            key, value (batch, Tk, d_model), positions (batch or 1, Tk) ->
+            k, v (batch, kv_heads, Tk, depth).
+        """
         k = self.split_heads(self.wk(key), self.num_kv_heads)  # (batch, kv_heads, Tk, depth)
         v = self.split_heads(self.wv(value), self.num_kv_heads)  # (batch, kv_heads, Tk, depth)
         if self.rotary is not None:
@@ -348,6 +358,16 @@ class MultiHeadAttention(Layer):
         check_input_dtypes(self, query=query)
         check_rope_positions(self.rope_theta, positions is None)
         check_kv_heads(k.shape, v.shape, self.num_kv_heads, self.depth)
+        return self._attend(query, k, v, mask, need_weights, positions)  # (batch, Tq, d_model), weights
+
+    def _attend(self, query, k, v, mask, need_weights, positions):
+        """:meth:`attend` without its checks, for a caller that has checked them (the layer's own call).
+
+        Shape:
+            query (batch, Tq, d_model), k and v (batch, kv_heads, Tk, depth),
+            positions (batch or 1, Tq) ->
+            output (batch, Tq, d_model), attention_weights (batch, heads, Tq, Tk).
+        """
         q = self.split_heads(self.wq(query))  # (batch, heads, Tq, depth)
         if self.rotary is not None:
             q = self.rotary(q, positions)  # (batch, heads, Tq, depth)
