@@ -1,4 +1,5 @@
-"""greedy_decode and beam_search: cache equals recomputation, beams beat greedy, frameworks agree."""
+"""greedy_decode and beam_search: cache equals recomputation, beams beat greedy, the length penalty
+divides, frameworks agree."""
 
 import numpy as np
 import pytest
@@ -17,8 +18,9 @@ TRANSITIONS = np.array([
 LOG_T = np.log(np.maximum(TRANSITIONS, 1e-9)).astype(np.float32)
 
 
-def markov_model(fw):
-    """A model with the decoding protocol whose logits depend on the last token only."""
+def markov_model(fw, log_t=LOG_T):
+    """A model with the decoding protocol whose logits (``log_t``'s row of the last token) depend
+    on the last token only."""
     if fw.name == "torch":
         import torch
 
@@ -26,7 +28,7 @@ def markov_model(fw):
             max_len = 8
 
             def forward(self, src, tgt):
-                return torch.as_tensor(LOG_T)[tgt]  # (batch, steps, vocab)
+                return torch.as_tensor(log_t)[tgt]  # (batch, steps, vocab)
 
             def start_decoding(self, src):
                 return {"src": torch.as_tensor(src)}
@@ -42,7 +44,7 @@ def markov_model(fw):
         max_len = 8
 
         def __call__(self, src, tgt, training=False):
-            return tf.gather(tf.constant(LOG_T), tgt)
+            return tf.gather(tf.constant(log_t), tgt)
 
         def start_decoding(self, src):
             return {"src": tf.convert_to_tensor(src)}
@@ -68,6 +70,56 @@ def test_beam_search_finds_the_more_likely_sequence(fw):
                                        return_scores=True)
     np.testing.assert_array_equal(fw.to_numpy(tokens), [[B, EOS], [B, EOS]])
     np.testing.assert_allclose(fw.to_numpy(scores), np.log(0.4 * 0.9), atol=1e-5)
+
+
+# Two hypotheses end in the beam: A <eos> (0.6 * 0.6 = 0.36, 2 tokens) and B C D <eos> (0.4 * 0.92 *
+# 0.9 * 0.9 = 0.298, 4 tokens). By log-probability the short one wins; divided by GNMT's length
+# penalty ((5 + length) / 6) ** alpha, the long one wins from alpha = 1 (-1.21 / 1.5 > -1.02 / 1.17).
+C, D = 5, 6
+PENALTY_TRANSITIONS = np.array([
+    [0.94, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01],  # after <pad>
+    [0.00, 0.00, 0.00, 0.60, 0.40, 0.00, 0.00],  # after <bos>
+    [0.94, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01],  # after <eos>
+    [0.00, 0.00, 0.60, 0.20, 0.20, 0.00, 0.00],  # after A
+    [0.00, 0.00, 0.02, 0.02, 0.02, 0.92, 0.02],  # after B
+    [0.00, 0.00, 0.02, 0.02, 0.02, 0.04, 0.90],  # after C
+    [0.00, 0.00, 0.90, 0.02, 0.02, 0.02, 0.04],  # after D
+])
+FINAL_BEAMS = {(A, EOS, PAD, PAD): 0.6 * 0.6, (B, C, D, EOS): 0.4 * 0.92 * 0.9 * 0.9}
+
+
+def gnmt_best(alpha):
+    """The NumPy oracle: the final beam with the best log-probability / ((5 + length) / 6) ** alpha
+    (length: the tokens up to <eos>), and that score."""
+    scores = {tokens: np.log(p) / ((5.0 + tokens.index(EOS) + 1) / 6.0) ** alpha
+              for tokens, p in FINAL_BEAMS.items()}
+    best = max(scores, key=scores.get)
+    return list(best), scores[best]
+
+
+def test_the_oracle_prefers_the_long_hypothesis_only_with_a_penalty():
+    assert gnmt_best(0.0)[0] == [A, EOS, PAD, PAD] == gnmt_best(0.6)[0]
+    assert gnmt_best(1.0)[0] == [B, C, D, EOS] == gnmt_best(2.0)[0]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0, 2.0])
+def test_beam_search_divides_by_the_length_penalty(fw, alpha):
+    """The winner and its returned score are the oracle's: log-probability divided by the GNMT
+    factor; from alpha = 1 that makes the longer hypothesis win (multiplying would not)."""
+    model = markov_model(fw, np.log(np.maximum(PENALTY_TRANSITIONS, 1e-9)).astype(np.float32))
+    tokens, scores = fw.cp.beam_search(model, SRC, beam_size=2, max_len=6, length_penalty=alpha,
+                                       return_scores=True)
+    best, score = gnmt_best(alpha)
+    np.testing.assert_array_equal(fw.to_numpy(tokens), [best, best])
+    np.testing.assert_allclose(fw.to_numpy(scores), [score, score], rtol=1e-5)
+
+
+def test_the_length_penalty_factor_is_gnmts():
+    from course_pkg.common.search import length_penalty_factor
+
+    assert length_penalty_factor(1, 0.0) == 1.0
+    np.testing.assert_allclose(length_penalty_factor(np.array([1, 4, 7]), 0.6),
+                               [1.0, 1.5 ** 0.6, 2.0 ** 0.6])
 
 
 def test_beam_of_one_is_greedy(fw):
@@ -149,7 +201,7 @@ def test_decoding_refuses_out_of_range_source_ids(fw, interop, decode):
 
 def test_tensorflow_decoding_graphs_do_not_retrace_per_step(tf_fw, interop):
     """The cache grows every step; with dynamic shapes the compiled step is traced a few times only."""
-    from course_pkg.tensorflow.decoding import _graphs
+    from course_pkg.tensorflow.decoding import decoding_graphs
 
     model = _transformer(tf_fw, interop)
     rng = np.random.default_rng(0)
@@ -157,7 +209,7 @@ def test_tensorflow_decoding_graphs_do_not_retrace_per_step(tf_fw, interop):
         src = rng.integers(3, 13, (batch, src_len))
         tf_fw.cp.greedy_decode(model, src, max_len=8)
         tf_fw.cp.greedy_decode(model, src, max_len=8, use_cache=False)
-    graphs = _graphs(model)
+    graphs = decoding_graphs(model)
     assert graphs.decode_step.experimental_get_tracing_count() <= 3
     assert graphs.full.experimental_get_tracing_count() <= 3
     assert graphs.start_decoding_graph.experimental_get_tracing_count() <= 3
