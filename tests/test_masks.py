@@ -74,6 +74,21 @@ def test_reference_masks_match_the_worked_examples(ref):
                                    [0, 0, 1, 0, 1], [0, 0, 1, 0, 0]])
 
 
+@pytest.mark.parametrize("past", [0, 2])
+def test_causal_padding_mask_matches_reference_and_the_combined_mask(fw, ref, past):
+    """A decoder-only model's mask (masks.causal_padding_mask, from a float padding row): the combined
+    mask of the same tokens, its last ``seq - past`` rows in a decoding step; and the reference's."""
+    import importlib
+
+    masks = importlib.import_module(f"course_pkg.{fw.name}.masks")
+    toks = np.array([[1, 2, 0, 4, 5, 0], [0, 7, 7, 0, 1, 1]])
+    pad = (toks == 0).astype(np.float32)
+    got = fw.to_numpy(masks.causal_padding_mask(fw.tensor(pad), past))
+    assert got.dtype == np.float32 and got.shape == (2, 1, 6 - past, 6)
+    np.testing.assert_array_equal(got, ref.create_combined_mask(toks)[:, :, past:])
+    np.testing.assert_array_equal(got, ref.causal_padding_mask(pad, past))
+
+
 # ---------------------------------------------------------------- converters
 MASKS = {
     "padding": np.array([[[[0, 0, 1, 0, 1]]], [[[1, 0, 0, 0, 0]]]], np.float32),

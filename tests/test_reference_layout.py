@@ -44,6 +44,8 @@ PUBLIC_NAMES += ["llama", "llama_block"]  # the Llama model (issue 28)
 PUBLIC_NAMES += ["kv_cache_bytes", "repeat_kv", "rope_rotate"]  # answers of exercises 8.4 to 8.6 (issue 28)
 PUBLIC_NAMES += ["perplexity"]  # the answer of exercise 8.7 (issue 34)
 PUBLIC_NAMES += ["grouped_query_attention"]  # today's options, apart from the paper's attention (issue 36)
+# The decoder-only plumbing that GPT and Llama share, in causal_lm.py and masks.py as in the twins (issue 39).
+PUBLIC_NAMES += ["causal_lm_inputs", "causal_padding_mask", "lm_logits", "real_token_positions"]
 
 # Modules of course_pkg/reference/ without a twin of the same name, each with its reason. None today:
 # the building blocks (dense, layer norm, sub) live in _layers.py as the twins' leaf layers do.

@@ -44,14 +44,29 @@ from .attention import (
 )
 from .base import LAYER_NORM_EPSILON, dense, layer_norm, sub
 from .bert import bert, mlm_inputs
+from .causal_lm import (
+    causal_lm_inputs,
+    lm_logits,
+    real_token_positions,
+    top_k_filter,
+    top_k_probabilities,
+    top_p_filter,
+    top_p_probabilities,
+)
 from .decoder import decoder, decoder_layer, decoder_layer_parameters
 from .decoding import greedy_step
 from .encoder import encoder, encoder_layer, encoder_layer_parameters
 from .feed_forward import ACTIVATIONS, feed_forward, gelu, gelu_tanh, silu
-from .gpt import gpt, top_k_filter, top_k_probabilities, top_p_filter, top_p_probabilities
+from .gpt import gpt
 from .llama import kv_cache_bytes, llama, llama_block
 from .losses import log_softmax, masked_loss, perplexity, smoothed_targets, teacher_forcing
-from .masks import create_combined_mask, create_look_ahead_mask, create_padding_mask, prefix_lm_mask
+from .masks import (
+    causal_padding_mask,
+    create_combined_mask,
+    create_look_ahead_mask,
+    create_padding_mask,
+    prefix_lm_mask,
+)
 from .normalization import rms_norm
 from .positional import learned_positional_encoding, positional_embedding, positional_encoding
 from .rnn_attention import bahdanau_attention, luong_attention, masked_softmax
@@ -81,6 +96,7 @@ from .vit import (
 __all__ = [
     # masks
     "create_padding_mask", "create_look_ahead_mask", "create_combined_mask", "prefix_lm_mask",
+    "causal_padding_mask",
     # attention
     "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "multi_head_attention",
     "grouped_query_attention",
@@ -93,6 +109,8 @@ __all__ = [
     "decoder_layer", "decoder", "decoder_layer_parameters", "transformer",
     # the model families (chapter 8)
     "bert", "mlm_inputs", "gpt", "top_k_filter", "top_p_filter", "top_k_probabilities", "top_p_probabilities",
+    # what the decoder-only models (GPT, Llama) share: inputs, positions, the LM head
+    "causal_lm_inputs", "real_token_positions", "lm_logits",
     # RNN seq2seq (chapter 1)
     "sigmoid", "gru_cell", "gru", "gru_parameters", "masked_softmax", "bahdanau_attention", "luong_attention",
     "seq2seq_encoder", "seq2seq_decoder", "attention_decoder", "seq2seq",

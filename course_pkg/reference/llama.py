@@ -3,15 +3,17 @@ the decoder-only model under the causal mask, in float64.
 
 Mirrors ``course_pkg.torch.llama`` and ``course_pkg.tensorflow.llama``; the components are
 :func:`rms_norm`, :func:`grouped_query_attention` (``num_kv_heads``, ``rope_theta``) and
-:func:`feed_forward` (``gated``).
+:func:`feed_forward` (``gated``). Its inputs, positions and LM head are GPT's, those of every
+decoder-only model, in :mod:`course_pkg.reference.causal_lm`.
 """
 
 import numpy as np
 
 from .attention import grouped_query_attention
 from .base import sub
+from .causal_lm import causal_lm_inputs, lm_logits, real_token_positions
 from .feed_forward import feed_forward
-from .masks import create_look_ahead_mask
+from .masks import causal_padding_mask
 from .normalization import rms_norm
 
 
@@ -35,22 +37,19 @@ def llama(params, tokens, num_heads, padding_mask=None, num_kv_heads=None, rope_
     """Llama: token embeddings, :func:`llama_block` layers under the causal mask, a final RMSNorm, the LM head
     (``lm_head``, or the token embedding's transpose when ``params`` has no ``lm_head``).
 
-    ``padding_mask`` is (batch, seq), 1.0 at padding: padding keys are blocked and positions count real
-    tokens only (a row's first real token is at position 0).
+    Padding as in GPT: ``padding_mask`` (batch, seq) is 1.0 at padding, whose keys are blocked; the
+    positions that rotate queries and keys count real tokens only (a row's first real one is at 0).
 
     Shape: tokens (batch, seq) -> logits (batch, seq, vocab).
     """
-    tokens = np.asarray(tokens)
-    pad = np.zeros(tokens.shape) if padding_mask is None else np.asarray(padding_mask, np.float64)
-    positions = np.maximum(np.cumsum(1 - pad, axis=1) - 1, 0).astype(int)  # (batch, seq)
-    table = params["token_embedding.embeddings"].astype(np.float64)
-    x = table[tokens]  # (batch, seq, d_model)
-    mask = np.maximum(create_look_ahead_mask(tokens.shape[1]), pad[:, None, None, :])
+    tokens, pad = causal_lm_inputs(tokens, padding_mask)
+    positions = real_token_positions(pad, 0)  # (batch, seq)
+    x = params["token_embedding.embeddings"].astype(np.float64)[tokens]  # (batch, seq, d_model)
+    mask = causal_padding_mask(pad)  # (batch, 1, seq, seq)
     for i in range(len({k.split(".")[1] for k in params if k.startswith("blocks.")})):
         x, _ = llama_block(sub(params, f"blocks.{i}"), x, num_heads, mask, positions, num_kv_heads,
                            rope_theta, eps)
-    x = rms_norm(sub(params, "final_norm"), x, eps)
-    return x @ params["lm_head.kernel"] if "lm_head.kernel" in params else x @ table.T
+    return lm_logits(params, rms_norm(sub(params, "final_norm"), x, eps))
 
 
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, tokens, bytes_per_value, batch=1):

@@ -24,6 +24,13 @@ def create_combined_mask(tokens, pad_id=0):
     return np.maximum(create_look_ahead_mask(tokens.shape[1]), create_padding_mask(tokens, pad_id))
 
 
+def causal_padding_mask(pad, past=0):
+    """A decoder-only model's mask: the look-ahead mask of the positions after the first ``past``, with
+    padding keys (``pad`` 1.0) blocked. Shape: pad (batch, seq) -> (batch, 1, seq - past, seq)."""
+    pad = np.asarray(pad, np.float64)
+    return np.maximum(create_look_ahead_mask(pad.shape[1])[past:], pad[:, np.newaxis, np.newaxis, :])
+
+
 def prefix_lm_mask(tokens, prompt_lengths, pad_id=0):
     """A decoder-only model's mask when the prompt is read both ways (a prefix LM, as in T5's study).
 

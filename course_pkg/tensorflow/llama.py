@@ -1,9 +1,14 @@
 """Llama (Touvron et al., 2023): GPT's decoder-only stack with RMSNorm, rotary positions, a gated
 (SwiGLU) feed-forward and grouped-query attention.
 
-Shapes: ``batch`` sequences of ``seq`` tokens (``prompt`` of them before generation, ``new``
-fed per decoding step after ``past`` ones), ``d_model`` features, ``heads`` query heads and
-``kv_heads`` key/value heads of ``depth`` features, logits over ``vocab`` tokens.
+Its inputs, positions, LM head and generation loop are GPT's, those of every decoder-only model of
+the course (:mod:`course_pkg.tensorflow.causal_lm`, whose
+:class:`~course_pkg.tensorflow.causal_lm.CausalLM` is its base), and so is its mask
+(:func:`~course_pkg.tensorflow.masks.causal_padding_mask`).
+
+Shapes: ``batch`` sequences of ``seq`` tokens (``new`` fed per decoding step after ``past`` ones),
+``d_model`` features, ``heads`` query heads and ``kv_heads`` key/value heads of ``depth`` features,
+logits over ``vocab`` tokens.
 """
 
 import keras
@@ -13,11 +18,11 @@ from ..common import llama_checkpoint as _hf
 from ..common.checks import check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
 from ..common.rotary_checks import check_num_kv_heads, check_theta
 from .attention import MultiHeadAttention
-from .base import Layer, Model, dense, dropout_layer, embedding
+from .base import Layer, dense, dropout_layer, embedding
+from .causal_lm import CausalLM, causal_lm_inputs, real_token_positions, step_inputs
 from .feed_forward import FeedForward
-from .gpt import causal_lm_inputs, causal_padding_mask, generate_tokens, real_token_positions
+from .masks import causal_padding_mask
 from .normalization import RMSNorm
-from .tokens import check_tokens
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
@@ -111,7 +116,7 @@ class LlamaBlock(Layer):
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")
-class Llama(Model):
+class Llama(CausalLM):
     """A decoder-only Transformer in Llama's layout: :class:`LlamaBlock` layers under the causal mask.
 
     ``x = token_embedding(t)`` (no position table: the blocks rotate queries and keys by their
@@ -120,7 +125,7 @@ class Llama(Model):
     token_embeddingᵀ`` (tied). With the weights of a Hugging Face ``LlamaForCausalLM``
     (:func:`llama_from_huggingface`) it computes its logits.
 
-    Padding, left or right, as :class:`GPT`: ``padding_mask`` (1.0 = padding) blocks padding
+    Padding, left or right, as in GPT: ``padding_mask`` (1.0 = padding) blocks padding
     keys, and positions count real tokens only (a row's first real token is at position 0, as
     Hugging Face's ``generate`` does for left padding); outputs at padding positions mean nothing.
 
@@ -137,9 +142,9 @@ class Llama(Model):
 
     Call:
         ``llama(tokens, padding_mask=None, return_attention=False)`` returns the next-token
-        logits at every position (and the list of attention maps). :meth:`generate` continues
-        prompts; :meth:`init_cache`/:meth:`decode_step` decode with a key/value cache that keeps
-        ``num_kv_heads`` heads.
+        logits at every position (and the list of attention maps). :meth:`generate`
+        (:class:`CausalLM`'s, GPT's loop) continues prompts; :meth:`init_cache`/:meth:`decode_step`
+        decode with a key/value cache that keeps ``num_kv_heads`` heads.
 
     Shape:
         tokens, padding_mask (batch, seq) -> logits (batch, seq, vocab).
@@ -172,12 +177,6 @@ class Llama(Model):
         self.lm_head = (None if tie_embeddings
                         else dense(d_model, vocab_size, "lm_head", policy, use_bias=False))
         self.built = True
-
-    def _logits(self, x):
-        if self.lm_head is None:
-            table = tf.cast(self.token_embedding.embeddings, x.dtype)  # (vocab, d_model)
-            return tf.matmul(x, table, transpose_b=True)  # (batch, seq, vocab)
-        return self.lm_head(x)  # (batch, seq, vocab)
 
     def call(self, tokens, padding_mask=None, return_attention=False, training=None):
         tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
@@ -213,40 +212,22 @@ class Llama(Model):
         Shape:
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
-        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        past = state["pad"].shape[1]
-        check_tokens(tokens, self.vocab_size, self.max_len, past)
+        # tokens, pad (batch, new); mask (batch, 1, new, past + new); grown: the state's pad and count
+        tokens, pad, mask, grown = step_inputs(self, tokens, state, padding_mask)
         positions = real_token_positions(pad, state["count"])  # (batch, new)
         x = self.token_embedding(tokens)  # (batch, new, d_model)
-        all_pad = tf.concat([state["pad"], pad], axis=1)  # (batch, past + new)
-        mask = causal_padding_mask(all_pad, past)  # (batch, 1, new, past + new)
         caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask, positions)
             caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": caches, "pad": all_pad,
-                        "count": state["count"] + tf.reduce_sum(1.0 - pad, axis=1)}
-
-    def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                 do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
-        """Continue each prompt by ``max_new_tokens`` tokens, greedily or by sampling: the arguments
-        and the loop of :meth:`GPT.generate` (``generate_tokens``).
-
-        Returns:
-            An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
-            tokens, ``steps <= max_new_tokens``.
-        """
-        return generate_tokens(self, prompt_tokens, max_new_tokens, temperature, top_k, top_p, do_sample,
-                               seed, use_cache, padding_mask, eos_id)
+        return logits, {"layers": caches, **grown}
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout, "num_kv_heads": self.num_kv_heads,
-                "rope_theta": self.rope_theta, "rms_norm_eps": self.rms_norm_eps,
-                "tie_embeddings": self.tie_embeddings, "pad_id": self.pad_id}
+        """The constructor arguments: :class:`CausalLM`'s, and the blocks' ``num_kv_heads``,
+        ``rope_theta`` and ``rms_norm_eps``."""
+        return {**super().get_config(), "num_kv_heads": self.num_kv_heads, "rope_theta": self.rope_theta,
+                "rms_norm_eps": self.rms_norm_eps}
 
 
 def llama_from_huggingface(source, config=None):

@@ -18,7 +18,8 @@ layer                                  boolean mask means
 ``(batch, Tq, Tk)``: drop the course mask's head axis (``mask[:, 0]``)
 after converting it.
 
-Shapes: ``batch`` sequences of ``seq`` tokens; a course mask's axes of size 1
+Shapes: ``batch`` sequences of ``seq`` tokens (``past`` of them already decoded, in a
+decoding step's mask); a course mask's axes of size 1
 broadcast over the ``heads`` and the queries. ``size`` is the side of the square
 look-ahead mask; ``Tq`` and ``Tk``, the query and key lengths, size the
 frameworks' own masks.
@@ -75,6 +76,18 @@ def create_combined_mask(tokens, pad_id=0):
     check_rank(tokens)
     look_ahead = create_look_ahead_mask(tf.shape(tokens)[1])  # (seq, seq)
     return tf.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def causal_padding_mask(pad, past=0):
+    """A decoder-only model's self-attention mask: the causal (look-ahead) mask of the positions after
+    the first ``past``, with padding keys blocked (1.0 = blocked); ``past=0`` for a whole sequence,
+    the cached length for a decoding step.
+
+    Shape:
+        pad (batch, seq) 1.0 at padding, for all seq positions -> (batch, 1, seq - past, seq) float32.
+    """
+    look_ahead = create_look_ahead_mask(tf.shape(pad)[1])[past:]  # (seq - past, seq)
+    return tf.maximum(look_ahead, pad[:, tf.newaxis, tf.newaxis, :])  # (batch, 1, seq - past, seq)
 
 
 def padding_mask_2d(tokens, padding_mask=None, pad_id=None):

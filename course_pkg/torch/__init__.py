@@ -11,13 +11,14 @@ from .attention import (
     set_fused_attention,
 )
 from .bert import BERT, bert_from_huggingface
+from .causal_lm import top_k_filter, top_p_filter
 from .data import make_batches
 from .decoder import Decoder, DecoderLayer
 from .decoding import beam_search, greedy_decode, translate
 from .distributed import init_distributed
 from .encoder import Encoder, EncoderLayer
 from .feed_forward import FeedForward
-from .gpt import GPT, gpt_from_huggingface, top_k_filter, top_p_filter
+from .gpt import GPT, gpt_from_huggingface
 from .heads import ClassificationHead
 from .llama import Llama, LlamaBlock, llama_from_huggingface
 from .losses import masked_accuracy, masked_loss

@@ -1,12 +1,15 @@
 """GPT (Radford et al., 2018, 2019): the decoder alone, trained to predict the next token.
 
-Shapes: ``batch`` sequences of ``seq`` tokens (``prompt`` of them before
-generation, ``new`` fed per decoding step after ``past`` ones), ``d_model``
-features, ``heads`` attention heads of ``depth`` features, logits over ``vocab``
-tokens.
+Its inputs, positions, LM head and generation loop are those of every decoder-only model of
+the course (:mod:`course_pkg.torch.causal_lm`, whose
+:class:`~course_pkg.torch.causal_lm.CausalLM` is its base), and so is its mask
+(:func:`~course_pkg.torch.masks.causal_padding_mask`).
+
+Shapes: ``batch`` sequences of ``seq`` tokens (``new`` fed per decoding step after
+``past`` ones), ``d_model`` features, ``heads`` attention heads of ``depth`` features,
+logits over ``vocab`` tokens.
 """
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -18,128 +21,15 @@ from ..common.checks import (
     check_flag,
     check_pad_id,
     check_positive,
-    check_top_p,
 )
-from ..common.generation import check_generation, left_align, sample_next
-from .base import Model, dense, dropout_layer, embedding, layer_norm
+from .base import dense, dropout_layer, embedding, layer_norm
+from .causal_lm import CausalLM, causal_lm_inputs, real_token_positions, step_inputs
 from .decoder import DecoderLayer
-from .decoding import eval_mode
-from .masks import create_look_ahead_mask, padding_mask_2d
+from .masks import causal_padding_mask
 from .positional import LearnedPositionalEncoding
-from .tokens import check_tokens, token_ids
 
 
-def top_k_filter(logits, k):
-    """Keep the ``k`` largest logits of each row; the others become -inf (ties with the k-th kept).
-
-    Shape:
-        (..., vocab) -> (..., vocab).
-    """
-    check_positive(k=k)
-    k = min(k, logits.shape[-1])
-    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
-    return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def top_p_filter(logits, p):
-    """Nucleus filtering: keep the most likely tokens whose probabilities first sum to ``p`` or more.
-
-    A token is kept when the probability mass of the tokens ranked above it is below
-    ``p`` (so the most likely token always stays); the others become -inf.
-
-    Shape:
-        (..., vocab) -> (..., vocab).
-    """
-    check_top_p(p)
-    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., vocab)
-    probs = torch.softmax(sorted_logits.float(), dim=-1)
-    before = torch.cumsum(probs, dim=-1) - probs  # mass ranked above each token
-    remove = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= p)  # original order
-    return logits.masked_fill(remove, float("-inf"))
-
-
-def causal_lm_inputs(model, tokens, padding_mask=None):
-    """The token ids of a causal language model (:class:`GPT`, ``Llama``) as a tensor on its device,
-    checked against its ``vocab_size`` and ``max_len``, and their padding (1.0): ``padding_mask``,
-    else the tokens equal to the model's ``pad_id``, else none.
-
-    Shape:
-        tokens, padding_mask (batch, seq) -> tokens (batch, seq) int, padding (batch, seq) float32.
-    """
-    tokens = token_ids(tokens).to(model.token_embedding.weight.device)
-    check_tokens(tokens, model.vocab_size, model.max_len)
-    pad = padding_mask_2d(tokens, padding_mask, model.pad_id)
-    return tokens, torch.zeros(tokens.shape, device=tokens.device) if pad is None else pad
-
-
-def real_token_positions(pad, count):
-    """Each token's position: ``count`` plus the real tokens of its row before it (a padding token
-    gets the position of the real token before it, or 0), so that left padding shifts no row.
-
-    Shape:
-        pad (batch, seq) 1.0 at padding, count (batch,) -> positions (batch, seq) int.
-    """
-    return (count[:, None] + torch.cumsum(1 - pad, dim=1) - 1).clamp(min=0).long()  # (batch, seq)
-
-
-def causal_padding_mask(pad, past=0):
-    """The causal (look-ahead) mask of the positions after the first ``past``, with padding keys
-    blocked (1.0 = blocked): ``past=0`` for a whole sequence, the cached length for a decoding step.
-
-    Shape:
-        pad (batch, seq) 1.0 at padding, for all seq positions -> (batch, 1, seq - past, seq).
-    """
-    look_ahead = create_look_ahead_mask(pad.shape[1])[past:].to(pad.device)  # (seq - past, seq)
-    return torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq - past, seq)
-
-
-def generate_tokens(model, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                    do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
-    """The loop of :meth:`GPT.generate` (see there for the arguments), for any causal language model
-    with GPT's ``init_cache``/``decode_step`` API and ``token_embedding``, ``vocab_size``, ``max_len``,
-    ``pad_id`` (GPT, ``Llama``).
-
-    Shape:
-        prompt_tokens, padding_mask (batch, prompt) -> (batch, prompt + steps) int64.
-    """
-    tokens, pad = causal_lm_inputs(model, prompt_tokens, padding_mask)
-    fewest_real = (1 - pad).sum(dim=1).min().item() if tokens.shape[0] else 1
-    check_generation(tuple(tokens.shape), max_new_tokens, model.max_len, temperature, top_k, top_p,
-                     do_sample, fewest_real)
-    tokens, pad = (torch.as_tensor(a, device=tokens.device)
-                   for a in left_align(tokens.cpu().numpy(), pad.cpu().numpy()))
-    pad = pad.float()
-    rng = np.random.default_rng(seed)
-    done = np.zeros(tokens.shape[0], dtype=bool)
-    with eval_mode(model):
-        if use_cache:
-            logits, state = model.decode_step(tokens, model.init_cache(tokens.shape[0]), pad)
-        for step in range(max_new_tokens):
-            if not use_cache:
-                logits = model(tokens, padding_mask=pad)
-            last = logits[:, -1].float()  # (batch, vocab)
-            if do_sample:
-                last = last / temperature
-                last = last if top_k is None else top_k_filter(last, top_k)
-                last = last if top_p is None else top_p_filter(last, top_p)
-                probs = torch.softmax(last, dim=-1).cpu().numpy()
-                nxt = sample_next(probs, rng)  # (batch,)
-            else:
-                nxt = last.argmax(dim=-1).cpu().numpy()
-            if eos_id is not None:
-                nxt = np.where(done, eos_id, nxt)
-                done |= nxt == eos_id
-            nxt = torch.as_tensor(nxt, dtype=torch.int64, device=tokens.device)[:, None]  # (batch, 1)
-            tokens = torch.cat([tokens, nxt], dim=1)
-            pad = torch.cat([pad, torch.zeros_like(nxt, dtype=pad.dtype)], dim=1)
-            if eos_id is not None and done.all():
-                break
-            if use_cache and step + 1 < max_new_tokens:
-                logits, state = model.decode_step(nxt, state)
-    return tokens
-
-
-class GPT(Model):
+class GPT(CausalLM):
     """A decoder-only Transformer (GPT-2's layout): pre-LN blocks without cross-attention.
 
     ``x = dropout(token_embedding(t) + position_embedding)``, ``num_layers``
@@ -167,8 +57,8 @@ class GPT(Model):
     Call:
         ``gpt(tokens, padding_mask=None, return_attention=False)`` returns the
         next-token logits at every position (and the list of attention maps).
-        :meth:`generate` continues prompts; :meth:`init_cache`/:meth:`decode_step`
-        decode with a key/value cache.
+        :meth:`generate` (:class:`CausalLM`'s) continues prompts;
+        :meth:`init_cache`/:meth:`decode_step` decode with a key/value cache.
 
     Shape:
         tokens, padding_mask (batch, seq) -> logits (batch, seq, vocab).
@@ -195,11 +85,6 @@ class GPT(Model):
         )
         self.final_norm = layer_norm(d_model, layer_norm_eps)
         self.lm_head = None if tie_embeddings else dense(d_model, vocab_size)
-
-    def _logits(self, x):
-        if self.lm_head is None:
-            return x @ self.token_embedding.weight.T  # (batch, seq, vocab)
-        return self.lm_head(x)  # (batch, seq, vocab)
 
     def _embed(self, tokens, pad, count):
         """Token + position embeddings; positions count the real tokens of each row from ``count``."""
@@ -240,55 +125,20 @@ class GPT(Model):
         Shape:
             tokens (batch, new), padding_mask (batch, new) -> logits (batch, new, vocab), the grown state.
         """
-        tokens, pad = causal_lm_inputs(self, tokens, padding_mask)
-        past = state["pad"].shape[1]
-        check_tokens(tokens, self.vocab_size, self.max_len, past)
+        # tokens, pad (batch, new); mask (batch, 1, new, past + new); grown: the state's pad and count
+        tokens, pad, mask, grown = step_inputs(self, tokens, state, padding_mask)
         x = self._embed(tokens, pad, state["count"])  # (batch, new, d_model)
-        all_pad = torch.cat([state["pad"], pad], dim=1)  # (batch, past + new)
-        mask = causal_padding_mask(all_pad, past)  # (batch, 1, new, past + new)
         caches = []  # one per block, state["layers"] of the next step
         for block, cache in zip(self.blocks, state["layers"]):
             x, cache = block.step(x, cache, mask)
             caches.append(cache)
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
-        return logits, {"layers": caches, "pad": all_pad, "count": state["count"] + (1 - pad).sum(dim=1)}
-
-    def generate(self, prompt_tokens, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                 do_sample=False, seed=None, use_cache=True, padding_mask=None, eos_id=None):
-        """Continue each prompt by ``max_new_tokens`` tokens, greedily or by sampling.
-
-        Args:
-            prompt_tokens: the prompts (batch, prompt), at least one real token each.
-            max_new_tokens: tokens to add; ``prompt + max_new_tokens <= max_len``.
-            temperature: divides the logits before sampling (< 1 sharper, > 1 flatter).
-            top_k: sample among the ``top_k`` most likely tokens only (:func:`top_k_filter`).
-            top_p: sample in the nucleus of probability ``top_p`` (:func:`top_p_filter`).
-            do_sample: sample (True) or take the most likely token (False, greedy;
-                temperature, top_k and top_p are then ignored).
-            seed: seed of the sampler (NumPy's ``default_rng``): the same seed, weights and
-                prompts give the same tokens, in PyTorch and in TensorFlow alike.
-            use_cache: decode with the key/value cache (O(1) per token in the prefix) or
-                recompute the whole sequence at each step (same tokens).
-            padding_mask: 1.0 at padding, left or right (or from ``pad_id``); the real tokens
-                of each row are moved to its end (order kept) so that the new tokens follow
-                them: the result is left-padded.
-            eos_id: when given, a row stops at ``eos_id`` (then repeats it) and generation
-                ends when every row has.
-
-        Returns:
-            An int64 tensor (batch, prompt + steps): the (left-aligned) prompts and the new
-            tokens, ``steps <= max_new_tokens``.
-        """
-        return generate_tokens(self, prompt_tokens, max_new_tokens, temperature, top_k, top_p, do_sample,
-                               seed, use_cache, padding_mask, eos_id)
+        return logits, {"layers": caches, **grown}
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout, "activation": self.activation,
-                "layer_norm_eps": self.layer_norm_eps, "tie_embeddings": self.tie_embeddings,
-                "pad_id": self.pad_id}
+        """The constructor arguments: :class:`CausalLM`'s, and the blocks' ``activation`` and
+        ``layer_norm_eps``."""
+        return {**super().get_config(), "activation": self.activation, "layer_norm_eps": self.layer_norm_eps}
 
 
 def gpt_from_huggingface(source, config=None):

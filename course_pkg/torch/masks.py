@@ -18,7 +18,8 @@ layer                                  boolean mask means
 ``(batch * heads, Tq, Tk)`` and a ``key_padding_mask`` of shape
 ``(batch, Tk)``: squeeze or expand the converted mask to fit.
 
-Shapes: ``batch`` sequences of ``seq`` tokens; a course mask's axes of size 1
+Shapes: ``batch`` sequences of ``seq`` tokens (``past`` of them already decoded, in a
+decoding step's mask); a course mask's axes of size 1
 broadcast over the ``heads`` and the queries. ``size`` is the side of the square
 look-ahead mask; ``Tq`` and ``Tk``, the query and key lengths, size the
 frameworks' own masks.
@@ -73,6 +74,18 @@ def create_combined_mask(tokens, pad_id=0):
     check_rank(tokens)
     look_ahead = create_look_ahead_mask(tokens.shape[1]).to(tokens.device)  # (seq, seq)
     return torch.maximum(look_ahead, create_padding_mask(tokens, pad_id))  # (batch, 1, seq, seq)
+
+
+def causal_padding_mask(pad, past=0):
+    """A decoder-only model's self-attention mask: the causal (look-ahead) mask of the positions after
+    the first ``past``, with padding keys blocked (1.0 = blocked); ``past=0`` for a whole sequence,
+    the cached length for a decoding step.
+
+    Shape:
+        pad (batch, seq) 1.0 at padding, for all seq positions -> (batch, 1, seq - past, seq) float32.
+    """
+    look_ahead = create_look_ahead_mask(pad.shape[1])[past:].to(pad.device)  # (seq - past, seq)
+    return torch.maximum(look_ahead, pad[:, None, None, :])  # (batch, 1, seq - past, seq)
 
 
 def padding_mask_2d(tokens, padding_mask=None, pad_id=None):
