@@ -78,16 +78,12 @@ def fused(fw):
 
 
 @pytest.fixture(params=["guards_when_needed", "guards_always"])
-def guards(request, fw, monkeypatch):
-    """torch on the CPU runs the kernel's guards only where needed; on accelerators always:
-    both variants are tested here (TensorFlow has one, a tf.cond)."""
-    if request.param == "guards_always":
-        if fw.name != "torch":
-            pytest.skip("TensorFlow decides in the graph (tf.cond): one variant")
-        import course_pkg.torch.attention as torch_attention
-
-        monkeypatch.setattr(torch_attention, "_GUARD_ONLY_WHEN_NEEDED_ON_CPU", False)
-    return request.param
+def guards(request, fw):
+    """The kernel's guards run only where needed (torch on the CPU, TensorFlow in a tf.cond) or
+    always (torch on accelerators): both variants are tested here (``set_fused_guards``)."""
+    previous = fw.cp.attention.set_fused_guards(request.param == "guards_always")
+    yield request.param
+    fw.cp.attention.set_fused_guards(previous)
 
 
 @pytest.mark.parametrize("mask_kind", MASKS)
@@ -204,6 +200,9 @@ def test_training_call_takes_the_fused_path_and_the_switch_forces_the_explicit_o
 def test_switch_refuses_a_non_boolean(fw):
     with pytest.raises((TypeError, ValueError)):
         fw.cp.attention.set_fused_attention("no")
+    with pytest.raises((TypeError, ValueError)):
+        fw.cp.attention.set_fused_guards("always")
+    assert fw.cp.attention.set_fused_guards(False) is False  # the default, kept
 
 
 @pytest.mark.parametrize("mask_kind", ["combined", "blocked_rows"])

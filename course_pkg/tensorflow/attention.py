@@ -115,7 +115,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
-_FUSED = {"enabled": True}
+_FUSED = {"enabled": True, "always_guard": False}  # set by set_fused_attention and set_fused_guards
 
 
 def set_fused_attention(enabled):
@@ -127,6 +127,19 @@ def set_fused_attention(enabled):
     """
     previous = _FUSED["enabled"]
     _FUSED["enabled"] = check_flag("enabled", enabled)
+    return previous
+
+
+def set_fused_guards(always):
+    """Run the guards of :func:`fused_attention` (fully blocked rows zeroed, non-finite values
+    read as 0) at every call (``True``) or only where a fully blocked row or a non-finite value
+    is present (``False``, the default). Returns the previous setting, so
+    ``old = set_fused_guards(True); ...; set_fused_guards(old)`` tests or times both variants.
+    TensorFlow asks in the graph (``tf.cond``); ``True`` builds the guards without asking.
+    Read when the kernel is traced, as :func:`set_fused_attention`.
+    """
+    previous = _FUSED["always_guard"]
+    _FUSED["always_guard"] = check_flag("always", always)
     return previous
 
 
@@ -167,7 +180,8 @@ def fused_attention(query, key, value, mask=None):
     reaches the output, and a query attending to such a key gets an all-NaN row. Equal to
     the explicit path to float rounding; the softmax runs in float32 whatever the input
     dtype. The guards (zeroed rows, non-finite values) run only when a fully blocked row
-    or a non-finite value is present (``tf.cond``, also inside a graph).
+    or a non-finite value is present (``tf.cond``, also inside a graph); after
+    ``set_fused_guards(True)`` they always run.
 
     Raises:
         ValueError, TypeError: as :func:`scaled_dot_product_attention`.
@@ -185,8 +199,11 @@ def fused_attention(query, key, value, mask=None):
     attend = tf.equal(mask, 0)  # the kernel's polarity: True = may attend, (..., Tq or 1, Tk)
     row_open = tf.reduce_any(attend, axis=-1, keepdims=True)  # (..., Tq or 1, 1): False on fully blocked rows
     bad_key = tf.reduce_any(tf.logical_not(tf.math.is_finite(value)), axis=-1)  # (..., Tk)
-    # Each guard runs only where needed (a tf.cond): zeroed rows, non-finite values.
-    all_open, all_finite = tf.reduce_all(row_open), tf.logical_not(tf.reduce_any(bad_key))
+    # Each guard runs only where needed (a tf.cond): zeroed rows, non-finite values; or always.
+    if _FUSED["always_guard"]:
+        all_open = all_finite = tf.constant(False)
+    else:
+        all_open, all_finite = tf.reduce_all(row_open), tf.logical_not(tf.reduce_any(bad_key))
     value = tf.cond(all_finite, lambda: value,  # a blocked key's NaN would reach every query: read as 0
                     lambda: tf.where(bad_key[..., tf.newaxis], tf.zeros((), value.dtype), value))
     out = _masked_attention(query, key, value, attend)  # (..., Tq, dv)

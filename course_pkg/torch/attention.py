@@ -140,8 +140,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return weighted_values(weights, value, blocked), weights  # no 0 * NaN from blocked keys
 
 
-_FUSED = {"enabled": True}
-_GUARD_ONLY_WHEN_NEEDED_ON_CPU = True  # False: the accelerators' always-guarded path (the tests use it)
+_FUSED = {"enabled": True, "always_guard": False}  # set by set_fused_attention and set_fused_guards
 
 
 def set_fused_attention(enabled):
@@ -152,6 +151,19 @@ def set_fused_attention(enabled):
     """
     previous = _FUSED["enabled"]
     _FUSED["enabled"] = check_flag("enabled", enabled)
+    return previous
+
+
+def set_fused_guards(always):
+    """Run the guards of :func:`fused_attention` (fully blocked rows zeroed, non-finite values
+    read as 0) at every call (``True``) or only where a fully blocked row or a non-finite value
+    is present (``False``, the default). Returns the previous setting, so
+    ``old = set_fused_guards(True); ...; set_fused_guards(old)`` tests or times both variants.
+    PyTorch asks where needed only in eager mode on the CPU: on accelerators and under
+    ``torch.compile`` the guards always run, whatever the setting.
+    """
+    previous = _FUSED["always_guard"]
+    _FUSED["always_guard"] = check_flag("always", always)
     return previous
 
 
@@ -174,7 +186,8 @@ def fused_attention(query, key, value, mask=None):
     logits itself and accumulates in its own order); in float16/bfloat16 the kernel
     chooses its accumulation precision. The guards (zeroed rows, non-finite values) run
     only when a fully blocked row or a non-finite value is present, in eager mode on the
-    CPU; on accelerators they always run (asking would wait for the device).
+    CPU; on accelerators they always run (asking would wait for the device), and so they do
+    everywhere after ``set_fused_guards(True)``.
 
     Raises:
         ValueError, TypeError: as :func:`scaled_dot_product_attention`.
@@ -194,7 +207,7 @@ def fused_attention(query, key, value, mask=None):
     # In eager mode on the CPU each guard runs only where needed (asking costs little there);
     # on accelerators both always run, as asking would stop the host until the device answers,
     # and so they do under torch.compile, where asking (bool() of a tensor) would break the graph.
-    ask = (query.device.type == "cpu" and _GUARD_ONLY_WHEN_NEEDED_ON_CPU
+    ask = (query.device.type == "cpu" and not _FUSED["always_guard"]
            and not torch.compiler.is_compiling())
     all_open = ask and bool(row_open.all())
     # One float32 sum asks whether any value is NaN or inf (a sum that overflows to inf only
