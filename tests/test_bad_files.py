@@ -120,7 +120,7 @@ def _save_vocab(path):
 
 
 def _write_num2words_cache(path):
-    num2words_cache._write_cache(path, {1: "un", 2: "deux"})
+    num2words_cache.write_cache(path, {1: "un", 2: "deux"})
 
 
 def _write_exercise_files(path):

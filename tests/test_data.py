@@ -76,7 +76,7 @@ def test_corpus_of_every_number_up_to_max_number_with_custom_splits():
 
 @pytest.mark.parametrize("lang", ["fr", "de", "en", "nl"])
 def test_fast_converter_writes_what_num2words_writes(lang):
-    convert = num2words_cache._converter(lang, 10**6).to_cardinal
+    convert = num2words_cache.fast_converter(lang, 10**6).to_cardinal
     numbers = np.random.default_rng(0).choice(10**6, 300, replace=False).tolist() + [10**6, 80, 180_080]
     assert [convert(n) for n in numbers] == [num2words(n, lang=lang) for n in numbers]
 
@@ -106,18 +106,18 @@ def test_bad_corpus_arguments_raise_value_error(kwargs, match):
 
 def test_disk_cache_is_written_atomically_read_back_and_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_PKG_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(num2words_cache, "_WORDS", {})
+    num2words_cache.forget_words()
     assert D.number_words(97, "fr") == "quatre-vingt-dix-sept"
     files = list(tmp_path.iterdir())
     assert len(files) == 1 and files[0].name.endswith("-fr.json")  # no temp file left
     assert json.loads(files[0].read_text(encoding="utf-8")) == {"97": "quatre-vingt-dix-sept"}
     # A fresh process reads the disk cache instead of calling num2words.
     files[0].write_text(json.dumps({"97": "from the cache"}), encoding="utf-8")
-    monkeypatch.setattr(num2words_cache, "_WORDS", {})
+    num2words_cache.forget_words()
     assert D.number_words(97, "fr") == "from the cache"
     # An empty COURSE_PKG_CACHE_DIR turns the disk cache off.
     monkeypatch.setenv("COURSE_PKG_CACHE_DIR", "")
-    monkeypatch.setattr(num2words_cache, "_WORDS", {})
+    num2words_cache.forget_words()
     assert D.number_words(97, "fr") == "quatre-vingt-dix-sept"
 
 

@@ -88,6 +88,7 @@ FRAMEWORK_ONLY_NAMES = {
     "attention.check_input_dtypes": "torch: Keras layers cast floating inputs to their compute dtype",
     "base.Dropout": "torch: nn.Dropout with a faster CPU mask (Keras' Dropout is used as is)",
     "decoding.eval_mode": "torch: eval mode and no autograd (Keras layers take training=False)",
+    "decoding.decoding_graphs": "tensorflow: decoding compiled with tf.function (torch runs eagerly)",
 }
 FRAMEWORK_ONLY_METHODS = {
     "base.Layer": {"from_config": "torch: Keras' Layer has it", "compute_mask": "tensorflow: Keras plumbing"},

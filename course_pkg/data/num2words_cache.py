@@ -35,6 +35,11 @@ def supported_languages() -> list:
 _WORDS: dict = {}
 
 
+def forget_words() -> None:
+    """Empty the memory cache, as in a fresh process: the next call reads the disk cache again."""
+    _WORDS.clear()
+
+
 def _cache_file(lang) -> Optional[Path]:
     """Where the words of ``lang`` are cached on disk, or None if disabled.
 
@@ -57,7 +62,7 @@ def _read_cache(path) -> dict:
         return {}
 
 
-def _write_cache(path, words) -> None:
+def write_cache(path, words) -> None:
     """Write atomically (temp file + rename), so readers never see half a file."""
     try:
         atomic_write(path, json.dumps({str(k): v for k, v in sorted(words.items())}, ensure_ascii=False))
@@ -65,7 +70,7 @@ def _write_cache(path, words) -> None:
         pass
 
 
-def _converter(lang, largest):
+def fast_converter(lang, largest):
     """num2words' converter for ``lang``, sped up for numbers up to ``largest``.
 
     Most languages split a number with ``Num2Word_Base.splitnum``, which scans
@@ -102,7 +107,7 @@ def words_for(numbers, lang) -> list:
     known = _WORDS[lang]
     missing = sorted({int(n) for n in numbers} - known.keys())
     if missing:
-        convert = _converter(lang, missing[-1]).to_cardinal
+        convert = fast_converter(lang, missing[-1]).to_cardinal
         for n in missing:
             try:
                 known[n] = convert(n)
@@ -113,7 +118,7 @@ def words_for(numbers, lang) -> list:
             on_disk = _read_cache(path)  # keep what other processes added meanwhile
             on_disk.update(known)
             known.update(on_disk)
-            _write_cache(path, known)
+            write_cache(path, known)
     return [known[int(n)] for n in numbers]
 
 

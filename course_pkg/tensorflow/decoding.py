@@ -71,8 +71,11 @@ class _Graphs:
         return self.full(src, tgt)
 
 
-def _graphs(model):
-    """The :class:`_Graphs` of ``model``, made on first use and kept on the model."""
+def decoding_graphs(model):
+    """``model`` with its decoding compiled: the ``tf.function`` graphs ``start_decoding_graph``,
+    ``decode_step`` and ``full`` (the whole model, for ``use_cache=False``) that greedy and beam
+    search run, made on first use and kept on the model (their tracing counts show retracing).
+    TensorFlow only: PyTorch decodes eagerly."""
     graphs = getattr(model, "_course_decoding_graphs", None)
     if graphs is None:
         graphs = _Graphs(model)
@@ -109,7 +112,7 @@ def greedy_decode(model, src_tokens, max_len=None, bos_id=BOS_ID, eos_id=EOS_ID,
         logits (batch, steps, vocab), steps <= max_len.
     """
     max_len = default_max_len(model, max_len)
-    model = _graphs(model)
+    model = decoding_graphs(model)
     src = token_ids(src_tokens)
     if src.shape[0] == 0:  # nothing to decode
         tokens = tf.zeros((0, 0), dtype=tf.int64)
@@ -157,7 +160,7 @@ def beam_search(model, src_tokens, beam_size=4, max_len=None, length_penalty=0.6
     """
     check_positive(beam_size=beam_size)
     max_len = default_max_len(model, max_len)
-    model = _graphs(model)
+    model = decoding_graphs(model)
     src = token_ids(src_tokens)
     batch = int(src.shape[0])
     if batch == 0:  # nothing to search
