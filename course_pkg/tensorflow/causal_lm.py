@@ -151,8 +151,8 @@ class CausalLM(Model):
     when the head is tied to the token embedding), sets ``num_layers``, ``d_model``,
     ``num_heads``, ``dff``, ``vocab_size``, ``max_len``, ``dropout``, ``tie_embeddings`` and
     ``pad_id``, and defines the call, ``init_cache`` and ``decode_step``. This class gives it
-    the LM head (``x @ token_embeddingᵀ`` or ``lm_head(x)``), :meth:`generate` and the
-    configuration of those shared arguments.
+    the LM head (``x @ token_embeddingᵀ`` or ``lm_head(x)``) and :meth:`generate`; the
+    configuration is the subclass's constructor arguments, recorded by the base ``Layer``.
 
     Shape:
         tokens, padding_mask (batch, seq) -> logits (batch, seq, vocab).
@@ -193,11 +193,3 @@ class CausalLM(Model):
         """
         return generate_tokens(self, prompt_tokens, max_new_tokens, temperature, top_k, top_p, do_sample,
                                seed, use_cache, padding_mask, eos_id)
-
-    def get_config(self):
-        """The constructor arguments that every causal language model takes, added to the base
-        class's configuration; a subclass adds its own."""
-        return {**super().get_config(), "num_layers": self.num_layers, "d_model": self.d_model,
-                "num_heads": self.num_heads, "dff": self.dff, "vocab_size": self.vocab_size,
-                "max_len": self.max_len, "dropout": self.dropout, "tie_embeddings": self.tie_embeddings,
-                "pad_id": self.pad_id}

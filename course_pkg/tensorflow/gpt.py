@@ -140,11 +140,6 @@ class GPT(CausalLM):
         logits = self._logits(self.final_norm(x))  # (batch, new, vocab)
         return logits, {"layers": caches, **grown}
 
-    def get_config(self):
-        """The constructor arguments: :class:`CausalLM`'s, and the blocks' ``activation`` and
-        ``layer_norm_eps``."""
-        return {**super().get_config(), "activation": self.activation, "layer_norm_eps": self.layer_norm_eps}
-
 
 def gpt_from_huggingface(source, config=None):
     """A course :class:`GPT` with the configuration and weights of a Hugging Face GPT-2.

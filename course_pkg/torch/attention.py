@@ -393,6 +393,9 @@ class MultiHeadAttention(Layer):
         return self.wo(self.combine_heads(out)), (weights if need_weights else None)  # (batch, Tq, d_model)
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
-                "num_kv_heads": self.num_kv_heads, "use_bias": self.use_bias, "rope_theta": self.rope_theta}
+        """The recorded arguments, ``num_kv_heads`` resolved (``None`` is ``num_heads``).
+
+        Layers with weights of the same shapes then have the same configuration, whether the
+        number was given or left to its default (:func:`course_pkg.interop.copy_weights` compares them).
+        """
+        return {**super().get_config(), "num_kv_heads": self.num_kv_heads}

@@ -105,10 +105,12 @@ class LlamaBlock(Layer):
         return x, {**cache, "self_k": k, "self_v": v}
 
     def get_config(self):
-        """The constructor arguments, added to the base class's configuration."""
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "num_kv_heads": self.num_kv_heads, "rope_theta": self.rope_theta,
-                "rms_norm_eps": self.rms_norm_eps, "dropout": self.dropout}
+        """The recorded arguments, ``num_kv_heads`` resolved (``None`` is ``num_heads``).
+
+        Blocks with weights of the same shapes then have the same configuration, whether the
+        number was given or left to its default (:func:`course_pkg.interop.copy_weights` compares them).
+        """
+        return {**super().get_config(), "num_kv_heads": self.num_kv_heads}
 
 
 class Llama(CausalLM):
@@ -216,10 +218,12 @@ class Llama(CausalLM):
         return logits, {"layers": caches, **grown}
 
     def get_config(self):
-        """The constructor arguments: :class:`CausalLM`'s, and the blocks' ``num_kv_heads``,
-        ``rope_theta`` and ``rms_norm_eps``."""
-        return {**super().get_config(), "num_kv_heads": self.num_kv_heads, "rope_theta": self.rope_theta,
-                "rms_norm_eps": self.rms_norm_eps}
+        """The recorded arguments, ``num_kv_heads`` resolved (``None`` is ``num_heads``).
+
+        Models with weights of the same shapes then have the same configuration, whether the
+        number was given or left to its default (:func:`course_pkg.interop.copy_weights` compares them).
+        """
+        return {**super().get_config(), "num_kv_heads": self.num_kv_heads}
 
 
 def llama_from_huggingface(source, config=None):
