@@ -29,11 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = [f"course_pkg/{twin}/{concept}.py" for twin in ("reference", "torch")
            for concept in ("attention", "masks", "positional", "losses", "schedule", "decoding")]
 MODULES += ["course_pkg/common/search.py", "course_pkg/subword/bpe.py", "course_pkg/subword/wordpiece.py",
-            "course_pkg/exercises/grading.py", "course_pkg/exercises/comparison.py"]
+            "course_pkg/exercises/grading.py", "course_pkg/exercises/probe.py",
+            "course_pkg/exercises/comparison.py"]
 TESTS = ["tests/test_masks.py", "tests/test_attention.py", "tests/test_parity.py", "tests/test_losses.py",
          "tests/test_schedule.py", "tests/test_decoding.py", "tests/test_search.py",
          "tests/test_subword_parity.py", "tests/test_bad_input_subword.py", "tests/test_subword_bad_args.py",
-         "tests/test_exercises.py", "tests/test_grader_hardening.py"]
+         "tests/test_exercises.py", "tests/test_grader_hardening.py",
+         "tests/test_grader_tolerances.py"]
 KILLED = {"killed", "timeout", "segfault"}
 
 
