@@ -48,7 +48,7 @@ def prepare(workdir, modules, tests):
     subprocess.run(["tar", "-x", "-C", str(workdir)], input=archive, check=True)
     settings = ["[mutmut]", "source_paths=course_pkg", "only_mutate=" + "\n    ".join(modules),
                 "pytest_add_cli_args_test_selection=" + "\n    ".join(tests),
-                'pytest_add_cli_args=-p no:cacheprovider -q -k "not tensorflow"',
+                "pytest_add_cli_args=-p\n    no:cacheprovider\n    -q\n    -k\n    not tensorflow",
                 "process_isolation=forkserver", ""]
     with open(workdir / "setup.cfg", "a", encoding="utf-8") as out:
         out.write("\n".join(settings))
@@ -89,8 +89,11 @@ def main():
     args = parser.parse_args()
     if not args.report:
         prepare(args.workdir, args.modules, args.tests)
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)],
-                       cwd=args.workdir, check=False, stdout=subprocess.DEVNULL)
+        with open(args.workdir / "mutmut-run.log", "w", encoding="utf-8") as log:  # its progress spinner
+            command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
+            run = subprocess.run(command, cwd=args.workdir, check=False, stdout=log, stderr=subprocess.STDOUT)
+        if run.returncode:
+            sys.exit(f"mutmut failed (exit {run.returncode}): see {args.workdir / 'mutmut-run.log'}")
     statuses = results(args.workdir)
     rows = table(statuses)
     print("| module | mutants | killed | survived | no tests | score |\n|---|---|---|---|---|---|")
