@@ -35,7 +35,7 @@ def to_numpy(tokens):
     return tokens.detach().cpu().numpy() if hasattr(tokens, "detach") else tokens.numpy()
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frameworks", nargs="+", default=["torch", "tensorflow"],
                         choices=["torch", "tensorflow"])
@@ -43,8 +43,52 @@ def main():
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=500,
                         help="sentences decoded together (default: translate()'s default, 500)")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def trained_model(name, corpus, src_vocab, tgt_vocab, max_len, seconds):
+    """The framework's package and a Transformer trained on ``corpus`` for ``seconds``."""
+    if name == "torch":
+        import torch
+
+        from course_pkg import torch as cp
+        torch.manual_seed(0)
+    else:
+        import keras
+
+        from course_pkg import tensorflow as cp
+        keras.utils.set_random_seed(0)
+    model = cp.Transformer(input_vocab_size=len(src_vocab), target_vocab_size=len(tgt_vocab),
+                           max_len=max_len, **TRANSFORMER)
+    trainer = cp.Trainer(model, warmup_steps=1000, seed=0)
+    trainer.fit(cp.make_batches(corpus.train, src_vocab, tgt_vocab, 128, shuffle=True, max_len=max_len),
+                epochs=1000, time_budget=seconds, progress=False)
+    return cp, model
+
+
+def time_decoding(cp, model, batches, max_len):
+    """``(timings, outputs, first)`` per ``use_cache``: the median of REPEATS runs, the tokens,
+    and the first (warm-up) run's time."""
+    def decode(use_cache):
+        return [to_numpy(cp.greedy_decode(model, src, max_len=max_len - 1, use_cache=use_cache))
+                for src in batches]
+
+    timings, outputs, first = {}, {}, {}
+    for use_cache in (True, False):
+        start = time.perf_counter()
+        decode(use_cache)  # warm-up (traces the tf.function graphs in TensorFlow)
+        first[use_cache] = time.perf_counter() - start
+        runs = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            outputs[use_cache] = decode(use_cache)
+            runs.append(time.perf_counter() - start)
+        timings[use_cache] = statistics.median(runs)
+    return timings, outputs, first
+
+
+def main():
+    args = parse_args()
     corpus = data.make_number_corpus("fr", "en", seed=0)
     tokenizer = data.Tokenizer()
     src_vocab = data.Vocab.build([s for s, _ in corpus.train], tokenizer)
@@ -58,38 +102,8 @@ def main():
 
     failures = 0
     for name in args.frameworks:
-        if name == "torch":
-            import torch
-
-            from course_pkg import torch as cp
-            torch.manual_seed(0)
-        else:
-            import keras
-
-            from course_pkg import tensorflow as cp
-            keras.utils.set_random_seed(0)
-        model = cp.Transformer(input_vocab_size=len(src_vocab), target_vocab_size=len(tgt_vocab),
-                               max_len=max_len, **TRANSFORMER)
-        trainer = cp.Trainer(model, warmup_steps=1000, seed=0)
-        trainer.fit(cp.make_batches(corpus.train, src_vocab, tgt_vocab, 128, shuffle=True,
-                                    max_len=max_len),
-                    epochs=1000, time_budget=args.train_seconds, progress=False)
-
-        def decode(use_cache):
-            return [to_numpy(cp.greedy_decode(model, src, max_len=max_len - 1, use_cache=use_cache))
-                    for src in batches]
-
-        timings, outputs, first = {}, {}, {}
-        for use_cache in (True, False):
-            start = time.perf_counter()
-            decode(use_cache)  # warm-up (traces the tf.function graphs in TensorFlow)
-            first[use_cache] = time.perf_counter() - start
-            runs = []
-            for _ in range(REPEATS):
-                start = time.perf_counter()
-                outputs[use_cache] = decode(use_cache)
-                runs.append(time.perf_counter() - start)
-            timings[use_cache] = statistics.median(runs)
+        cp, model = trained_model(name, corpus, src_vocab, tgt_vocab, max_len, args.train_seconds)
+        timings, outputs, first = time_decoding(cp, model, batches, max_len)
         same = all(np.array_equal(a, b) for a, b in zip(outputs[True], outputs[False]))
         steps = statistics.mean(o.shape[1] for o in outputs[True])
         speedup = timings[False] / timings[True]
