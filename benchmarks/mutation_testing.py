@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MODULES = [f"course_pkg/{twin}/{concept}.py" for twin in ("reference", "torch")
            for concept in ("attention", "masks", "positional", "losses", "schedule", "decoding")]
-MODULES += ["course_pkg/common/search.py", "course_pkg/subword/bpe.py", "course_pkg/subword/wordpiece.py",
+MODULES += ["course_pkg/common/decoding.py", "course_pkg/subword/bpe.py", "course_pkg/subword/wordpiece.py",
             "course_pkg/exercises/grading.py", "course_pkg/exercises/probe.py",
             "course_pkg/exercises/comparison.py"]
 TESTS = ["tests/test_masks.py", "tests/test_attention.py", "tests/test_parity.py", "tests/test_losses.py",

@@ -8,7 +8,7 @@ and numbers::
 
 ``course_pkg.reference`` is the NumPy oracle both are tested against (its modules are named
 as the twins'), and ``course_pkg.interop`` copies weights between the two frameworks. The rest,
-by role: ``common`` holds the twins' framework-free halves (checks and their messages, ...);
+by role: ``common`` holds the twins' framework-free halves (their checks and messages, by concept);
 ``data`` the corpora, tokenizer and vocabulary; ``evaluation`` and ``timing`` the tools the
 chapters score and time with; ``notebook`` a chapter's run-time set-up; ``exercises`` the
 exercises and their grading; ``authoring`` the tools that work only in a checkout.

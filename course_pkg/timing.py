@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Callable, Mapping
 
-from .common.checks import check_count
+from .common.arguments import check_count
 
 
 def median_times(ways: Mapping[str, Callable[[], object]], clock: Callable[[], float] = time.process_time,

@@ -115,7 +115,7 @@ def test_beam_search_divides_by_the_length_penalty(fw, alpha):
 
 
 def test_the_length_penalty_factor_is_gnmts():
-    from course_pkg.common.search import length_penalty_factor
+    from course_pkg.common.decoding import length_penalty_factor
 
     assert length_penalty_factor(1, 0.0) == 1.0
     np.testing.assert_allclose(length_penalty_factor(np.array([1, 4, 7]), 0.6),

@@ -124,10 +124,10 @@ def _fit_three_epochs(fw, trainer=None, **kwargs):
 
 def _one_second_steps(trainer, monkeypatch):
     """Make fit's clock advance 1 s per training step, and only then."""
-    from course_pkg.common import training as _training
+    from course_pkg.common import trainer as common_trainer
 
     clock = [100.0]
-    monkeypatch.setattr(_training, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(common_trainer, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     train_step = trainer.train_step
 
     def one_second_step(*batch):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..common.checks import check_count
+from ..common.arguments import check_count
 from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 

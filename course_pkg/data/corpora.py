@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..common.checks import check_count, check_language
+from ..common.arguments import check_count, check_language
 from .num2words_cache import supported_languages, words_for
 from .tokenizer import Tokenizer
 from .tsv import EVERYDAY_TSV, load_tsv_pairs

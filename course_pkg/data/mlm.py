@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..common.checks import check_count, check_language
+from ..common.arguments import check_count, check_language
 from .batching import pad_batch
 from .corpora import Corpus, split_corpus, split_sizes
 from .num2words_cache import supported_languages, words_for

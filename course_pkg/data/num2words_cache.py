@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from ..common.checks import check_count, check_language
+from ..common.arguments import check_count, check_language
 from ..common.files import atomic_write, cache_folder
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from ..common.checks import check_count
+from ..common.arguments import check_count
 
 SAMPLE_TSV = Path(__file__).resolve().parent.parent / "sample_data" / "eng-fra-sample.tsv"
 """English<TAB>French<TAB>attribution sample (20 pairs) written for the course."""

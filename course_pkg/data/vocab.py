@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common.checks import check_count
+from ..common.arguments import check_count
 from ..common.files import atomic_write
 from .tokenizer import Tokenizer
 

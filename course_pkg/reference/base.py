@@ -1,7 +1,7 @@
 """The building blocks every other module uses: a dense layer, a layer norm, a ``params`` subtree.
 
 Mirrors ``course_pkg.torch.base`` and ``course_pkg.tensorflow.base``, where the twins build their
-leaf layers (dense, layer norm); ``LAYER_NORM_EPSILON`` is the one of ``course_pkg.common.checks``.
+leaf layers (dense, layer norm); ``LAYER_NORM_EPSILON`` is the one of ``course_pkg.common.arguments``.
 Here a layer is a function of its ``params``: :func:`dense` and :func:`layer_norm` apply one,
 :func:`sub` picks a component's weights out of a model's, :func:`num_layers` counts an encoder's
 or a decoder's layers.
@@ -9,7 +9,7 @@ or a decoder's layers.
 
 import numpy as np
 
-from ..common.checks import LAYER_NORM_EPSILON
+from ..common.arguments import LAYER_NORM_EPSILON
 
 
 def dense(params, x, name):

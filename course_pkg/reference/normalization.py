@@ -5,7 +5,7 @@ Mirrors ``course_pkg.torch.normalization`` and ``course_pkg.tensorflow.normaliza
 
 import numpy as np
 
-from ..common.checks import LAYER_NORM_EPSILON
+from ..common.arguments import LAYER_NORM_EPSILON
 
 
 def rms_norm(params, x, eps=LAYER_NORM_EPSILON):

@@ -24,7 +24,7 @@ Four families of subword tokenizer, one module each, and the files they read and
 * ``bert_unicode``: the character classes of ``wordpiece`` as ``tokenizers`` has them;
 * ``specials``: special tokens found whole in a text, longest first (byte-level BPE and WordPiece);
 * ``checks``: the argument checks they share (text must be a ``str``, ids in range, special
-  tokens; flags are ``course_pkg.common.checks.check_flag``'s).
+  tokens; flags are ``course_pkg.common.arguments.check_flag``'s).
 
 Example::
 

@@ -1,6 +1,6 @@
 """The subword tokenizers' checks of their arguments: text must be a str, ids ints in range, tokens str.
 
-Flags are checked by :func:`course_pkg.common.checks.check_flag`, as the layers' are. Each check
+Flags are checked by :func:`course_pkg.common.arguments.check_flag`, as the layers' are. Each check
 raises an error that names the argument, what was expected and what came, before anything is
 computed or kept.
 """

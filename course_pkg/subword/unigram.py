@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import os
 
-from ..common.checks import check_flag
+from ..common.arguments import check_flag
 from .checks import check_text, ids_to_tokens
 from .sentencepiece_model import (
     PIECE_TYPES,

@@ -48,7 +48,7 @@ from __future__ import annotations
 import os
 import unicodedata
 
-from ..common.checks import check_flag
+from ..common.arguments import check_flag
 from .bert_unicode import is_bert_control, is_bert_punctuation, is_nonspacing_mark
 from .checks import check_special_tokens, check_specials_in, check_text, ids_to_tokens
 from .specials import special_pattern, split_specials

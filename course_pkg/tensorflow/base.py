@@ -28,7 +28,7 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
+from ..common.arguments import LAYER_NORM_EPSILON, check_epsilon
 from ..common.config import record_arguments, recorded_arguments
 
 

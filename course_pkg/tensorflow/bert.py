@@ -8,14 +8,8 @@ import keras
 import tensorflow as tf
 
 from ..common import huggingface as _hf
-from ..common.checks import (
-    check_activation,
-    check_dropout,
-    check_epsilon,
-    check_pad_id,
-    check_positive,
-    check_segment_ids,
-)
+from ..common.arguments import check_activation, check_dropout, check_epsilon, check_pad_id, check_positive
+from ..common.bert import check_segment_ids
 from .base import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS

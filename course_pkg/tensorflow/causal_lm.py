@@ -15,8 +15,8 @@ fed per decoding step after ``past`` ones), ``d_model`` features, logits over ``
 import numpy as np
 import tensorflow as tf
 
-from ..common.checks import check_positive, check_top_p
-from ..common.generation import check_generation, left_align, sample_next
+from ..common.arguments import check_positive
+from ..common.causal_lm import check_generation, check_top_p, left_align, sample_next
 from .base import Model
 from .masks import causal_padding_mask, padding_mask_2d
 from .tokens import check_tokens, token_ids

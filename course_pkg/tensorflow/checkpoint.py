@@ -24,15 +24,15 @@ import secrets
 import keras
 import tensorflow as tf
 
-from ..common.checks import check_checkpoint_info
-from ..common.files import atomic_open, make_folder, sync_folder, write_error
-from ..common.training import (
+from ..common.checkpoint import (
     CHECKPOINT_FORMAT,
     check_checkpoint_config,
+    check_checkpoint_info,
     damaged_checkpoint,
     plain,
     unreadable_checkpoint,
 )
+from ..common.files import atomic_open, make_folder, sync_folder, write_error
 
 CHECKPOINT_PREFIX, CONFIG_FILE = "checkpoint", "config.json"  # inside a checkpoint directory
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}  # precision: policy

@@ -33,8 +33,9 @@ search keeps ``beam`` (``beam_size``) hypotheses per source,
 import tensorflow as tf
 
 from .. import data as _data
-from ..common.checks import check_length, check_positive, check_token_range
-from ..common.search import default_max_len, length_penalty_factor, map_state
+from ..common.arguments import check_positive
+from ..common.decoding import default_max_len, length_penalty_factor, map_state
+from ..common.tokens import check_length, check_token_range
 from ..data import BOS_ID, EOS_ID, PAD_ID
 from .tokens import token_ids
 

@@ -6,7 +6,7 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 
 import keras
 
-from ..common.checks import (
+from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
     check_dropout,

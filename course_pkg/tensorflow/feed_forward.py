@@ -8,7 +8,7 @@ out, ``dff`` hidden features.
 import keras
 import tensorflow as tf
 
-from ..common.checks import check_activation, check_dropout, check_flag, check_positive
+from ..common.arguments import check_activation, check_dropout, check_flag, check_positive
 from .base import Layer, dense, dropout_layer
 
 

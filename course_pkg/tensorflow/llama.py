@@ -15,8 +15,9 @@ import keras
 import tensorflow as tf
 
 from ..common import llama_checkpoint as _hf
-from ..common.checks import check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
-from ..common.rotary_checks import check_num_kv_heads, check_theta
+from ..common.arguments import check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
+from ..common.attention import check_num_kv_heads
+from ..common.rotary import check_theta
 from .attention import MultiHeadAttention
 from .base import Layer, dense, dropout_layer, embedding
 from .causal_lm import CausalLM, causal_lm_inputs, real_token_positions, step_inputs

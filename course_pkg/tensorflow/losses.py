@@ -11,7 +11,7 @@ over ``vocab`` target tokens.
 
 import tensorflow as tf
 
-from ..common.checks import check_label_range, check_label_smoothing, check_loss_shapes
+from ..common.losses import check_label_range, check_label_smoothing, check_loss_shapes
 from .tokens import is_integer
 
 

@@ -27,7 +27,7 @@ frameworks' own masks.
 
 import tensorflow as tf
 
-from ..common.checks import check_padding_mask_2d
+from ..common.masks import check_padding_mask_2d
 from .tokens import check_rank, token_ids
 
 

@@ -6,8 +6,8 @@ Shapes: ``...`` any leading axes (``batch, seq`` in the models), ``d_model`` fea
 import keras
 import tensorflow as tf
 
-from ..common.checks import LAYER_NORM_EPSILON, check_epsilon, check_positive
-from ..common.rotary_checks import check_last_axis
+from ..common.arguments import LAYER_NORM_EPSILON, check_epsilon, check_positive
+from ..common.normalization import check_last_axis
 from .base import Layer
 
 

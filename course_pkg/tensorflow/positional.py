@@ -9,14 +9,9 @@ import math
 import keras
 import tensorflow as tf
 
-from ..common.checks import (
-    check_features,
-    check_length,
-    check_positive,
-    check_start,
-    check_table_size,
-    check_token_rank,
-)
+from ..common.arguments import check_features, check_positive
+from ..common.positional import check_start, check_table_size
+from ..common.tokens import check_length, check_token_rank
 from .base import Layer, embedding
 from .tokens import check_tokens, token_ids
 

@@ -14,15 +14,9 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from ..common.checks import (
-    RNN_MASK,
-    check_batch,
-    check_choice,
-    check_features,
-    check_mask_shape,
-    check_positive,
-)
-from ..common.rnn_checks import LUONG_SCORES, check_luong_widths
+from ..common.arguments import check_batch, check_choice, check_features, check_positive
+from ..common.masks import check_mask_shape
+from ..common.rnn_attention import LUONG_SCORES, RNN_MASK, check_luong_widths
 from .attention import weighted_values
 from .base import Layer
 

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ..common.rotary_checks import check_head_dim, check_positions, check_rotary_shapes, check_theta
+from ..common.rotary import check_head_dim, check_positions, check_rotary_shapes, check_theta
 from .base import Layer
 
 

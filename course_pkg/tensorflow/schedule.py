@@ -6,9 +6,8 @@ Same names, signatures and numbers as :mod:`course_pkg.torch.schedule`.
 import keras
 import tensorflow as tf
 
-from ..common.checks import noam_scale
 from ..common.config import record_arguments, recorded_arguments
-from ..common.training import ADAM_BETAS, ADAM_EPSILON
+from ..common.schedule import ADAM_BETAS, ADAM_EPSILON, noam_scale
 
 
 @keras.saving.register_keras_serializable(package="course_pkg")

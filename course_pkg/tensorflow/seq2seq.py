@@ -27,16 +27,9 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from ..common.checks import (
-    check_batch,
-    check_choice,
-    check_features,
-    check_pad_id,
-    check_positive,
-    check_state,
-    unpack_pair,
-)
-from ..common.rnn_checks import ATTENTION_TYPES, check_attention_requested, check_some_positions
+from ..common.arguments import check_batch, check_choice, check_features, check_pad_id, check_positive
+from ..common.seq2seq import ATTENTION_TYPES, check_attention_requested, check_some_positions, check_state
+from ..common.transformer import unpack_pair
 from .base import Layer, Model, dense, embedding
 from .masks import create_padding_mask
 from .rnn_attention import BahdanauAttention, LuongAttention

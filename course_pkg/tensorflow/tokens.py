@@ -2,14 +2,14 @@
 
 Every course class that takes token ids (masks, embeddings, models, the Trainer) converts
 and checks them here, so that both frameworks accept the same ids and refuse the others with
-the same messages (those of :mod:`course_pkg.common.checks`).
+the same messages (those of :mod:`course_pkg.common.tokens`).
 
 Shapes: ``batch`` sequences of ``seq`` token ids.
 """
 
 import tensorflow as tf
 
-from ..common.checks import check_length, check_token_dtype, check_token_range, check_token_rank
+from ..common.tokens import check_length, check_token_dtype, check_token_range, check_token_rank
 
 
 def is_integer(tensor: tf.Tensor) -> bool:

@@ -23,14 +23,9 @@ Example::
 import keras
 import tensorflow as tf
 
-from ..common.checks import (
-    check_label_range,
-    check_label_smoothing,
-    check_length,
-    check_precision,
-    check_token_range,
-)
-from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
+from ..common.losses import check_label_range, check_label_smoothing
+from ..common.tokens import check_length, check_token_range
+from ..common.trainer import check_batch_shapes, check_precision, evaluation_logs, fit_loop
 from .checkpoint import POLICIES, restore_checkpoint, save_checkpoint
 from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer

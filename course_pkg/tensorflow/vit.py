@@ -11,8 +11,14 @@ import keras
 import tensorflow as tf
 
 from ..common import huggingface as _hf
-from ..common.checks import LAYER_NORM_EPSILON, check_activation, check_choice, check_dropout, check_positive
-from ..common.image_checks import check_images, check_patch_grid, check_pooling, check_stem_channels
+from ..common.arguments import (
+    LAYER_NORM_EPSILON,
+    check_activation,
+    check_choice,
+    check_dropout,
+    check_positive,
+)
+from ..common.vit import check_images, check_patch_grid, check_pooling, check_stem_channels
 from .base import Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .positional import LearnedPositionalEncoding

@@ -13,25 +13,20 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..common.checks import (
+from ..common.arguments import check_batch, check_features, check_flag
+from ..common.attention import (
     check_attention_dtypes,
-    check_batch,
-    check_features,
-    check_flag,
     check_heads,
     check_input_dtype,
-    check_mask_dtype,
-    check_mask_shape,
-    check_matching_depth,
-)
-from ..common.rotary_checks import (
-    check_head_dim,
     check_kv_heads,
+    check_mask_dtype,
+    check_matching_depth,
     check_num_kv_heads,
     check_rope_lengths,
     check_rope_positions,
-    check_theta,
 )
+from ..common.masks import check_mask_shape
+from ..common.rotary import check_head_dim, check_theta
 from .base import Layer, dense
 from .rotary import RotaryEmbedding
 

@@ -20,7 +20,7 @@ functions and the two implementations train from the same starting point.
 import torch
 from torch import nn
 
-from ..common.checks import LAYER_NORM_EPSILON, check_epsilon
+from ..common.arguments import LAYER_NORM_EPSILON, check_epsilon
 from ..common.config import record_arguments, recorded_arguments
 
 

@@ -15,8 +15,8 @@ fed per decoding step after ``past`` ones), ``d_model`` features, logits over ``
 import numpy as np
 import torch
 
-from ..common.checks import check_positive, check_top_p
-from ..common.generation import check_generation, left_align, sample_next
+from ..common.arguments import check_positive
+from ..common.causal_lm import check_generation, check_top_p, left_align, sample_next
 from .base import Model
 from .decoding import eval_mode
 from .masks import causal_padding_mask, padding_mask_2d

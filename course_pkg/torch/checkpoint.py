@@ -17,15 +17,15 @@ import warnings
 
 import torch
 
-from ..common.checks import check_checkpoint_info
-from ..common.files import atomic_open
-from ..common.training import (
+from ..common.checkpoint import (
     CHECKPOINT_FORMAT,
     check_checkpoint_config,
+    check_checkpoint_info,
     damaged_checkpoint,
     plain,
     unreadable_checkpoint,
 )
+from ..common.files import atomic_open
 
 
 def save_checkpoint(trainer, path, step, scaler):

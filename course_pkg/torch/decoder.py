@@ -9,15 +9,15 @@ features each. Step-by-step decoding feeds ``new`` target positions after the
 import torch
 from torch import nn
 
-from ..common.checks import (
+from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
     check_dropout,
-    check_enc_output,
     check_epsilon,
     check_flag,
     check_positive,
 )
+from ..common.decoder import check_enc_output
 from .attention import MultiHeadAttention
 from .base import Layer, dropout_layer, layer_norm
 from .encoder import sublayer_connection

@@ -6,7 +6,7 @@ Shapes: ``batch`` source sequences of ``seq`` positions, ``d_model`` features,
 
 from torch import nn
 
-from ..common.checks import (
+from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
     check_dropout,

@@ -7,7 +7,7 @@ out, ``dff`` hidden features.
 
 import torch
 
-from ..common.checks import check_activation, check_dropout, check_flag, check_positive
+from ..common.arguments import check_activation, check_dropout, check_flag, check_positive
 from .base import Layer, dense, dropout_layer
 
 

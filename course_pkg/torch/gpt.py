@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..common import huggingface as _hf
-from ..common.checks import (
+from ..common.arguments import (
     check_activation,
     check_dropout,
     check_epsilon,

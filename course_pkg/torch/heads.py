@@ -6,14 +6,8 @@ Shapes: ``batch`` sequences of ``seq`` positions, ``d_model`` features,
 
 import torch
 
-from ..common.checks import (
-    check_default_token_index,
-    check_dropout,
-    check_positive,
-    check_row_indices,
-    check_states,
-    check_token_index,
-)
+from ..common.arguments import check_dropout, check_positive
+from ..common.heads import check_default_token_index, check_row_indices, check_states, check_token_index
 from .base import Layer, dense, dropout_layer
 from .tokens import is_integer
 

@@ -13,15 +13,9 @@ hidden layer.
 import torch
 from torch import nn
 
-from ..common.checks import (
-    RNN_MASK,
-    check_batch,
-    check_choice,
-    check_features,
-    check_mask_shape,
-    check_positive,
-)
-from ..common.rnn_checks import LUONG_SCORES, check_luong_widths
+from ..common.arguments import check_batch, check_choice, check_features, check_positive
+from ..common.masks import check_mask_shape
+from ..common.rnn_attention import LUONG_SCORES, RNN_MASK, check_luong_widths
 from .attention import check_input_dtypes, weighted_values
 from .base import Layer
 

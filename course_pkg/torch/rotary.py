@@ -11,7 +11,7 @@ features each.
 import numpy as np
 import torch
 
-from ..common.rotary_checks import check_head_dim, check_positions, check_rotary_shapes, check_theta
+from ..common.rotary import check_head_dim, check_positions, check_rotary_shapes, check_theta
 from .base import Layer
 
 

@@ -5,9 +5,8 @@ Same names, signatures and numbers as :mod:`course_pkg.tensorflow.schedule`.
 
 import torch
 
-from ..common.checks import noam_scale
 from ..common.config import record_arguments, recorded_arguments
-from ..common.training import ADAM_BETAS, ADAM_EPSILON
+from ..common.schedule import ADAM_BETAS, ADAM_EPSILON, noam_scale
 
 
 @record_arguments

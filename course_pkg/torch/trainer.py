@@ -24,11 +24,8 @@ import os
 
 import torch
 
-from ..common.checks import (
-    check_label_smoothing,
-    check_precision,
-)
-from ..common.training import check_batch_shapes, evaluation_logs, fit_loop
+from ..common.losses import check_label_smoothing
+from ..common.trainer import check_batch_shapes, check_precision, evaluation_logs, fit_loop
 from .checkpoint import restore_checkpoint, save_checkpoint
 from .losses import masked_accuracy, masked_loss, masked_sums
 from .schedule import make_optimizer

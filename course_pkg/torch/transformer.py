@@ -10,15 +10,15 @@ target positions after the ``past`` ones already decoded.
 import torch
 
 from ..common import marian_checkpoint as _marian
-from ..common.checks import (
+from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
     check_batch,
     check_epsilon,
     check_flag,
     check_pad_id,
-    unpack_pair,
 )
+from ..common.transformer import unpack_pair
 from .base import Model, dense
 from .decoder import Decoder
 from .encoder import Encoder

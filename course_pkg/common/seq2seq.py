@@ -1,8 +1,5 @@
-"""Argument checks and choices of the RNN encoder-decoder (chapters 1-2), shared by both frameworks.
-
-Like :mod:`course_pkg.common.checks`: each framework turns its tensors' static facts
-into plain values and calls these functions, so that both refuse bad arguments with
-the same messages.
+"""Argument checks and choices of the RNN encoder-decoder (``seq2seq``, chapters 1-2), shared by
+both frameworks so that both refuse bad arguments with the same messages.
 """
 
 from __future__ import annotations
@@ -11,17 +8,13 @@ from typing import Optional
 
 # Seq2Seq(attention=...): none, Bahdanau's additive score, or Luong's dot / general score.
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general")
-# LuongAttention(score=...).
-LUONG_SCORES = ("dot", "general")
 
 
-def check_luong_widths(score: str, key_dim: int, units: int) -> None:
-    """Raise ``ValueError`` unless the dot score compares vectors of one width."""
-    if score == "dot" and key_dim != units:
-        raise ValueError(
-            f'score="dot" needs keys as wide as the queries: key_dim={key_dim} != '
-            f'units={units}; use score="general" to compare different widths'
-        )
+def check_state(shape, units, what="state"):
+    """Raise ``ValueError`` unless ``shape`` is ``(batch, units)``."""
+    shape = tuple(shape)
+    if len(shape) != 2 or (shape[-1] is not None and shape[-1] != units):
+        raise ValueError(f"{what} must have shape (batch, {units}), got {shape}")
 
 
 def check_attention_requested(return_attention: bool, attention_type: Optional[str]) -> None:

@@ -1,16 +1,16 @@
-"""Argument checks of the vision models (chapter 9), shared by both frameworks.
+"""Argument checks of the vision models (``vit``, chapter 9), shared by both frameworks.
 
-Like :mod:`course_pkg.common.checks`: each framework turns its tensors' static facts
-(shape tuples, dtype names) into plain values and calls these functions, so that
-both refuse bad images with the same messages. Images are channels-last,
-``(batch, height, width, channels)``.
+Each framework turns its tensors' static facts (shape tuples, dtype names) into plain values and
+calls these functions, so that both refuse bad images with the same messages. Images are
+channels-last, ``(batch, height, width, channels)``. The ViT's Hugging Face mapping is
+:mod:`course_pkg.common.huggingface.vit`.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
-Shape = Sequence[Optional[int]]
+from .arguments import Shape
 
 
 def check_patch_grid(image_size: int, patch_size: int) -> int:

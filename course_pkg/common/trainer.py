@@ -1,58 +1,45 @@
-"""Framework-free parts of the two trainers (constants, config comparison, progress bar, the fit loop).
+"""Framework-free parts of the two trainers (``trainer``): precision, budgets, the fit loop with its
+progress bar and history, a batch's shapes, evaluation logs.
 
-:mod:`course_pkg.torch.trainer` and :mod:`course_pkg.tensorflow.trainer` (and
-their ``schedule`` and ``checkpoint`` modules) share these, so that they save,
-refuse and report alike; their argument checks are in :mod:`course_pkg.common.checks`.
+:mod:`course_pkg.torch.trainer` and :mod:`course_pkg.tensorflow.trainer` share these, so that they
+train, refuse and report alike; their checkpoints' half is :mod:`course_pkg.common.checkpoint`.
 """
 
 import contextlib
 import gc
-import json
 import time
 
-from .checks import check_batch, check_budget, check_positive, check_reiterable
+from .arguments import check_batch, check_positive
 
-ADAM_BETAS, ADAM_EPSILON = (0.9, 0.98), 1e-9  # Vaswani et al. (2017), section 5.3
-CHECKPOINT_FORMAT = "course_pkg.training/1"  # both frameworks' Trainer.save
+PRECISIONS = ("fp32", "bf16", "fp16")  # Trainer(precision=...)
+
 HISTORY_KEYS = ("step", "loss", "accuracy", "val_loss", "val_accuracy", "elapsed")  # Trainer.fit
-_IGNORED_CONFIG_KEYS = ("name",)  # Keras numbers its models' names; not a configuration
 
 
-def config_differences(expected, found):
-    """``key: expected ..., found ...`` for every key where two configs differ."""
-    expected = {k: v for k, v in expected.items() if k not in _IGNORED_CONFIG_KEYS}
-    found = {k: v for k, v in found.items() if k not in _IGNORED_CONFIG_KEYS}
-    missing = "<missing>"
-    return [f"{key}: expected {expected.get(key, missing)!r}, found {found.get(key, missing)!r}"
-            for key in sorted(set(expected) | set(found))
-            if expected.get(key, missing) != found.get(key, missing)]
+def check_precision(precision) -> str:
+    """Raise ``ValueError`` unless ``precision`` is ``"fp32"``, ``"bf16"`` or ``"fp16"``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    return precision
 
 
-def check_checkpoint_config(expected, found, path):
-    """Raise ``ValueError`` naming every differing value unless a checkpoint's config (``found``, with
-    its ``model_class``) is the live model's (``expected``); ``path`` is the checkpoint."""
-    differences = config_differences(expected, found)
-    if differences:
-        raise ValueError(f"checkpoint {path} was saved from a model with another configuration "
-                         "(expected: this model, found: the checkpoint): " + "; ".join(differences))
+def check_reiterable(batches, epochs, what) -> None:
+    """Raise ``ValueError`` for a one-shot iterator that ``epochs > 1`` would pass over again."""
+    if epochs > 1 and iter(batches) is batches:
+        raise ValueError(
+            f"{what} is a one-shot iterator (e.g. a generator), but epochs={epochs} passes over "
+            "it several times; pass a list, a DataLoader or a tf.data.Dataset"
+        )
 
 
-def unreadable_checkpoint(where, reason):
-    """The ``ValueError`` for checkpoint files that cannot be read at all; ``where`` names them,
-    ``reason`` says what the reader raised (the error's class, at least)."""
-    return ValueError(f"{where} is not a checkpoint written by Trainer.save: the file is empty, "
-                      f"truncated, damaged or holds other objects ({reason})")
-
-
-def damaged_checkpoint(where, problem):
-    """The ``ValueError`` for a checkpoint that reads but does not fit the trainer (``problem`` says how),
-    raised before anything is loaded."""
-    return ValueError(f"{where} is a damaged checkpoint: {problem}; nothing was loaded")
-
-
-def plain(config):
-    """A config as JSON would give it back (tuples as lists), to compare saved and live configs."""
-    return json.loads(json.dumps(config, default=str))
+def check_budget(max_steps, time_budget) -> None:
+    """Raise ``ValueError`` for ``max_steps`` < 1 or a ``time_budget`` that is not a finite number
+    of seconds >= 0 (NaN, inf, negative; ``None``: no limit)."""
+    if max_steps is not None:
+        check_positive(max_steps=max_steps)
+    if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
+            time_budget, (int, float)) or not 0 <= time_budget < float("inf")):
+        raise ValueError(f"time_budget must be a number of seconds >= 0, got {time_budget!r}")
 
 
 class NoBar:

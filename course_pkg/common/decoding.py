@@ -1,7 +1,7 @@
 """Framework-free parts of the two decoders (:mod:`course_pkg.torch.decoding` and
 :mod:`course_pkg.tensorflow.decoding`), so that they default, rank and reorder alike."""
 
-from .checks import check_positive
+from .arguments import check_positive
 
 
 def default_max_len(model, max_len):

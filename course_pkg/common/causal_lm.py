@@ -1,10 +1,18 @@
-"""What GPT's ``generate`` does the same way in both frameworks (NumPy only)."""
+"""What the decoder-only models (``causal_lm``: GPT's and Llama's ``generate``) do the same way in
+both frameworks (NumPy only): the arguments' checks, left alignment of padded prompts, sampling."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .checks import check_positive, check_top_p
+from .arguments import check_positive
+
+
+def check_top_p(p) -> float:
+    """Raise ``ValueError`` unless ``p`` (the nucleus of ``top_p_filter``) is a float in (0, 1]."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a float in (0, 1], got {p!r}")
+    return p
 
 
 def check_generation(shape, max_new_tokens, max_len, temperature, top_k, top_p, do_sample, fewest_real):
