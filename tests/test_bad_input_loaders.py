@@ -6,8 +6,8 @@ speaks Hugging Face names. Another family's checkpoint, a missing or unexpected 
 shaped tensor or a configuration that does not match the weights raises ``ValueError``
 (``TypeError`` for an entry that is not numbers) naming the key as the checkpoint spells it (with
 its ``bert.`` / ``transformer.`` / ``vit.`` / ``model.`` prefix), what was expected and what came;
-the checks live in the framework-free ``course_pkg.common.huggingface`` (and ``llama_checkpoint``,
-``marian_checkpoint``), so both frameworks say the same. Tiny random models, built offline.
+the checks live in the framework-free ``course_pkg.common.huggingface`` (one module per family),
+so both frameworks say the same. Tiny random models, built offline.
 """
 
 import re

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from helpers import book_answer, probe_reason, quiet_check
 
-from course_pkg.common import marian_checkpoint
+from course_pkg.common.huggingface import marian
 from course_pkg.exercises import catalog
 from course_pkg.exercises import checkpoint_names as cn
 
@@ -55,7 +55,7 @@ def test_each_answer_holds_its_tensor_and_every_weight_has_one(saved_marian):
     values (transposed, its features reordered: the same values, sorted), and the answers name
     every canonical weight of the model once."""
     tensors, config = saved_marian
-    weights = marian_checkpoint.marian_weights(tensors, config)
+    weights = marian.marian_weights(tensors, config)
     named = [course for name in cn.checkpoint_names() for course in cn.expected_names(name)]
     assert sorted(named) == sorted(weights)
     for name in cn.checkpoint_names():

@@ -25,7 +25,7 @@ CASES = [
     ("course_pkg.torch", ["tensorflow", "keras"]),
 ]
 # Every module of course_pkg.common imports no framework (nor transformers); all but these, not NumPy either.
-COMMON_WITH_NUMPY = {"causal_lm", "huggingface", "llama_checkpoint", "marian_checkpoint"}  # generate's sampling; the checkpoints' arrays
+COMMON_WITH_NUMPY = {"causal_lm", "huggingface"}  # generate's sampling; the checkpoints' arrays
 
 
 def _module_name(path):

@@ -21,7 +21,7 @@ import transformers
 from helpers import max_abs_diff
 
 from course_pkg import interop
-from course_pkg.common import marian_checkpoint as mc
+from course_pkg.common.huggingface import marian as mc
 
 HF_ATOL = 1e-4
 NEW_TOKENS = 6  # generated at most

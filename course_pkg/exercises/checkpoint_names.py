@@ -3,7 +3,7 @@ weights a tensor of a Hugging Face ``MarianMTModel`` checkpoint becomes. How its
 drawn, the reference answer, and what a wrong answer is told (:func:`explain_names`).
 
 The reference is the loader itself, not a second table of names: :func:`loader_map` hands
-:func:`course_pkg.common.marian_checkpoint.marian_weights` a checkpoint whose every tensor holds
+:func:`course_pkg.common.huggingface.marian.marian_weights` a checkpoint whose every tensor holds
 one number of its own (tiny sizes, all equal) and reads back which canonical weights hold which
 number. Transposing, renumbering the features and reading a tied table twice move numbers around
 but never mix them, so each canonical weight names the one tensor it came from.
@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from ..common import marian_checkpoint
+from ..common.huggingface import marian
 from .comparison import to_numpy
 
 LAYERS = 6  # opus-mt's encoder and decoder layers each
@@ -59,7 +59,7 @@ def _shape(name) -> tuple:
 @functools.lru_cache(maxsize=None)
 def loader_map(num_layers=LAYERS) -> dict:
     """``{Hugging Face name: sorted canonical names}``: the course weights that
-    :func:`~course_pkg.common.marian_checkpoint.marian_weights` fills from each tensor of a
+    :func:`~course_pkg.common.huggingface.marian.marian_weights` fills from each tensor of a
     checkpoint of :func:`checkpoint_names` (opus-mt's configuration: tied, shared, scaled
     embeddings; the shapes :data:`_SIZE` wide), read from the loader's own output."""
     config = {"model_type": "marian", "d_model": _SIZE, "encoder_layers": num_layers,
@@ -70,7 +70,7 @@ def loader_map(num_layers=LAYERS) -> dict:
     names = checkpoint_names(num_layers)
     tagged = {name: np.full(_shape(name), i + 1, dtype=np.float32) for i, name in enumerate(names)}
     filled = {name: [] for name in names}
-    for course, value in marian_checkpoint.marian_weights(tagged, config).items():
+    for course, value in marian.marian_weights(tagged, config).items():
         tags = np.unique(value)
         if tags.size != 1:
             raise RuntimeError(f"the loader's {course!r} mixes several tensors of the checkpoint")

@@ -13,7 +13,6 @@ logits over ``vocab`` tokens.
 import keras
 import tensorflow as tf
 
-from ..common import huggingface as _hf
 from ..common.arguments import (
     check_activation,
     check_dropout,
@@ -22,6 +21,7 @@ from ..common.arguments import (
     check_pad_id,
     check_positive,
 )
+from ..common.huggingface import gpt2 as _hf
 from .base import dense, dropout_layer, embedding, layer_norm
 from .causal_lm import CausalLM, causal_lm_inputs, real_token_positions, step_inputs
 from .decoder import DecoderLayer
@@ -150,7 +150,7 @@ def gpt_from_huggingface(source, config=None):
 
     Returns:
         The course model (call it with ``training=False``, the default; mapping in
-        :mod:`course_pkg.common.huggingface`).
+        :mod:`course_pkg.common.huggingface.gpt2`).
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

@@ -10,7 +10,6 @@ together, so ``patches = (height / patch_size) · (width / patch_size)`` vectors
 import keras
 import tensorflow as tf
 
-from ..common import huggingface as _hf
 from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
@@ -18,6 +17,7 @@ from ..common.arguments import (
     check_dropout,
     check_positive,
 )
+from ..common.huggingface import vit as _hf
 from ..common.vit import check_images, check_patch_grid, check_pooling, check_stem_channels
 from .base import Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer

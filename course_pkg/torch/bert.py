@@ -7,9 +7,9 @@ over ``vocab`` tokens.
 import torch
 from torch import nn
 
-from ..common import huggingface as _hf
 from ..common.arguments import check_activation, check_dropout, check_epsilon, check_pad_id, check_positive
 from ..common.bert import check_segment_ids
+from ..common.huggingface import bert as _hf
 from .base import Bias, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer
 from .feed_forward import ACTIVATION_FUNCTIONS
@@ -137,7 +137,7 @@ def bert_from_huggingface(source, config=None):
     Returns:
         The course model, in eval mode. A checkpoint without pooler (``BertForMaskedLM``)
         or without MLM head (``BertModel``) leaves those weights at their initial values;
-        the mapping is documented in :mod:`course_pkg.common.huggingface`.
+        the mapping is documented in :mod:`course_pkg.common.huggingface.bert`.
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

@@ -13,7 +13,6 @@ logits over ``vocab`` tokens.
 import torch
 from torch import nn
 
-from ..common import huggingface as _hf
 from ..common.arguments import (
     check_activation,
     check_dropout,
@@ -22,6 +21,7 @@ from ..common.arguments import (
     check_pad_id,
     check_positive,
 )
+from ..common.huggingface import gpt2 as _hf
 from .base import dense, dropout_layer, embedding, layer_norm
 from .causal_lm import CausalLM, causal_lm_inputs, real_token_positions, step_inputs
 from .decoder import DecoderLayer
@@ -144,7 +144,7 @@ def gpt_from_huggingface(source, config=None):
         config: its ``GPT2Config`` (or the config's dict); taken from ``source`` when it is a model.
 
     Returns:
-        The course model, in eval mode (mapping in :mod:`course_pkg.common.huggingface`).
+        The course model, in eval mode (mapping in :mod:`course_pkg.common.huggingface.gpt2`).
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``) or lacks a size;

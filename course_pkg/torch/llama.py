@@ -14,9 +14,9 @@ logits over ``vocab`` tokens.
 import torch
 from torch import nn
 
-from ..common import llama_checkpoint as _hf
 from ..common.arguments import check_dropout, check_epsilon, check_flag, check_pad_id, check_positive
 from ..common.attention import check_num_kv_heads
+from ..common.huggingface import llama as _hf
 from ..common.rotary import check_theta
 from .attention import MultiHeadAttention
 from .base import Layer, dense, dropout_layer, embedding
@@ -235,7 +235,7 @@ def llama_from_huggingface(source, config=None):
         config: its ``LlamaConfig`` (or the config's dict); taken from ``source`` when it is a model.
 
     Returns:
-        The course model, in eval mode (mapping in :mod:`course_pkg.common.llama_checkpoint`).
+        The course model, in eval mode (mapping in :mod:`course_pkg.common.huggingface.llama`).
 
     Raises:
         ValueError: the configuration is another family's (its ``model_type``), lacks a size, or

@@ -9,7 +9,6 @@ target positions after the ``past`` ones already decoded.
 
 import torch
 
-from ..common import marian_checkpoint as _marian
 from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
@@ -18,6 +17,7 @@ from ..common.arguments import (
     check_flag,
     check_pad_id,
 )
+from ..common.huggingface import marian as _marian
 from ..common.transformer import unpack_pair
 from .base import Model, dense
 from .decoder import Decoder
@@ -181,7 +181,7 @@ def marian_from_huggingface(source, config=None):
     ``mask_target_padding=False`` (the decoder starts from ``<pad>``), and computes Hugging
     Face's logits. Its ``d_model`` features are Marian's in another order (Marian's position
     table holds the sines and the cosines in two halves, the course's interleaves them): the
-    mapping and the reasons are in ``course_pkg.common.marian_checkpoint``. Decode with the
+    mapping and the reasons are in ``course_pkg.common.huggingface.marian``. Decode with the
     configuration's ids, ``bos_id=config.decoder_start_token_id``, ``eos_id=config.eos_token_id``
     and ``pad_id=config.pad_token_id`` (the dict ``decoding_ids(config)`` of that module), as
     ``greedy_decode(model, src, **decoding_ids(config))``.

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..common import huggingface as _hf
 from ..common.arguments import (
     LAYER_NORM_EPSILON,
     check_activation,
@@ -19,6 +18,7 @@ from ..common.arguments import (
     check_dropout,
     check_positive,
 )
+from ..common.huggingface import vit as _hf
 from ..common.vit import check_images, check_patch_grid, check_pooling, check_stem_channels
 from .base import Layer, Model, dense, dropout_layer, embedding, layer_norm
 from .encoder import EncoderLayer

@@ -2,8 +2,8 @@
 
 The public loaders are ``course_pkg.torch.marian_from_huggingface`` and its TensorFlow twin; they
 build the course ``Transformer`` of chapters 4-6 from a ``MarianConfig`` and load the weights this
-module maps, reusing the ``Reader``, ``check_config``, ``split_source`` and ``load_into`` of
-:mod:`course_pkg.common.huggingface`. Nothing here imports ``transformers`` (nor a framework).
+module maps, with the ``Reader``, ``check_config`` and ``build_from_huggingface`` that every family
+shares (:mod:`course_pkg.common.huggingface`). Nothing here imports ``transformers`` (nor a framework).
 
 Marian (the opus-mt translation models) is the paper's encoder-decoder: post-LN layers, sinusoidal
 positions, token embeddings scaled by √d_model, shared embeddings tied to the output projection.
@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .huggingface import Reader, check_config, load_into, split_source
+from . import Reader, build_from_huggingface, check_config
 
 # Hugging Face activation names (``activation_function``) -> the course's FeedForward activations.
 ACTIVATIONS = {"swish": "silu", "silu": "silu", "relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
@@ -168,9 +168,10 @@ def _check_architecture(config: dict) -> None:
                              f"positions, no extra bias)")
 
 
-def marian_config(config: dict) -> dict:
+def marian_config(config: dict, state_dict=None) -> dict:
     """The course ``Transformer`` constructor arguments of a Hugging Face ``MarianConfig`` (as a
-    dict), after checking that the course computes what it describes."""
+    dict), after checking that the course computes what it describes; the configuration gives
+    every size, so ``state_dict`` is not read."""
     _check_architecture(config)
     vocab = config["vocab_size"]
     shared = _check_bool(config, "share_encoder_decoder_embeddings", True)
@@ -320,11 +321,4 @@ def marian_weights(state_dict, config: dict) -> dict:
 
 def marian_from_huggingface(transformer_class, source, config=None):
     """A course ``transformer_class`` with the configuration and weights of a Hugging Face Marian."""
-    from .. import interop
-
-    state_dict, config = split_source(source, config)
-    kwargs = marian_config(config)
-    weights = marian_weights(state_dict, config)  # all checked before a model is built
-    model = transformer_class(**kwargs)
-    load_into(model, weights, interop)
-    return model
+    return build_from_huggingface(transformer_class, source, config, marian_config, marian_weights)

@@ -2,9 +2,9 @@
 
 The public loaders are ``course_pkg.torch.llama_from_huggingface`` and its TensorFlow twin;
 they build the course ``Llama`` from the Hugging Face configuration and load the weights this
-module maps, as :mod:`course_pkg.common.huggingface` does for BERT, GPT-2 and the ViT (whose
-``Reader``, ``check_config`` and ``build_from_huggingface`` it reuses). Nothing here imports
-``transformers`` (nor a framework).
+module maps, with the ``Reader``, ``check_config`` and ``build_from_huggingface`` that every
+family shares (:mod:`course_pkg.common.huggingface`). Nothing here imports ``transformers`` (nor
+a framework).
 
 What maps to what (``LlamaModel``, ``LlamaForCausalLM``; keys may carry a ``model.`` prefix;
 ``L`` stands for ``layers.i``; a ``torch.nn.Linear`` weight is (out, in), the canonical kernel
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .huggingface import Reader, build_from_huggingface, check_config
+from . import Reader, build_from_huggingface, check_config
 
 # The canonical name of an RMSNorm's weight (``<path>.scale``, as course_pkg.interop reads it).
 NORM_WEIGHT = "scale"
@@ -69,8 +69,9 @@ def rope_theta(config: dict) -> float:
     return float(theta)
 
 
-def llama_config(config: dict) -> dict:
-    """The course ``Llama`` constructor arguments of a Hugging Face ``LlamaConfig`` (as a dict)."""
+def llama_config(config: dict, state_dict=None) -> dict:
+    """The course ``Llama`` constructor arguments of a Hugging Face ``LlamaConfig`` (as a dict); the
+    configuration gives every size, so ``state_dict`` is not read."""
     check_config(config, "Llama", "llama", ("num_hidden_layers", "hidden_size", "num_attention_heads",
                                             "intermediate_size", "vocab_size", "max_position_embeddings"))
     d_model, heads = config["hidden_size"], config["num_attention_heads"]
@@ -109,10 +110,11 @@ def _kernel(reader, out, src, name, n_in, n_out):
     out[f"{name}.kernel"] = reader.get(f"{src}.weight", (n_out, n_in)).T
 
 
-def llama_weights(state_dict, size) -> dict:
+def llama_weights(state_dict, config: dict) -> dict:
     """Canonical course weights of a Hugging Face Llama state dict (``LlamaModel`` or
-    ``LlamaForCausalLM``), each entry checked against the shape that ``size`` (the course
-    constructor arguments, :func:`llama_config`) gives it."""
+    ``LlamaForCausalLM``), each entry checked against the shape that its configuration gives it
+    (through the course constructor arguments, :func:`llama_config`)."""
+    size = llama_config(config)
     num_layers, d, ff, vocab = size["num_layers"], size["d_model"], size["dff"], size["vocab_size"]
     kv = size["num_kv_heads"] * (d // size["num_heads"])  # width of the keys and values
     prefix = "model." if any(k.startswith("model.") for k in state_dict) else ""
