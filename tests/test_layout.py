@@ -1,7 +1,8 @@
 """The package's layout, read from its source (no import): each module keeps its private names
 to itself, no file grows past 500 lines nor function past 60 (in ``course_pkg`` and the code of
 ``tests/``, ``benchmarks/``, ``book/figures/`` and ``.ci/``), no test asserts a wall-clock time,
-and the framework-free code in ``course_pkg/common/`` imports no framework."""
+and the framework-free code in ``course_pkg/common/`` imports no framework and is named by
+concept (each module after the twin module it serves, or the Hugging Face family it maps)."""
 
 import ast
 from pathlib import Path
@@ -344,7 +345,8 @@ def test_no_test_asserts_a_wall_clock_time():
     assert found == [], "a test asserts how long something took: measure it in benchmarks/ instead"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "common").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "common").rglob("*.py")),
+                         ids=lambda p: p.relative_to(PACKAGE / "common").as_posix())
 def test_common_modules_import_no_framework(path):
     imported = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -353,3 +355,62 @@ def test_common_modules_import_no_framework(path):
         elif isinstance(node, ast.ImportFrom) and not node.level:
             imported.add((node.module or "").split(".")[0])
     assert not imported & FRAMEWORKS, f"{_rel(path)} imports {sorted(imported & FRAMEWORKS)}"
+
+
+# course_pkg/common/ is named by concept, not by kind (issue 39): each module after the twin module
+# it serves (common/attention.py: the checks of torch/attention.py and tensorflow/attention.py), each
+# module of common/huggingface/ after the Hugging Face family it maps (the model_type it reads).
+# The modules that serve no single twin module, and why each is here:
+COMMON_OTHERS = {
+    "__init__": "the package itself: its docstring lists the modules and their roles",
+    "arguments": "the checks that three or more modules share (positive sizes, dropout, flags, ...)",
+    "files": "atomic writes and the cache folder: for data, subword, exercises and the checkpoints",
+    "config": "a layer's recorded constructor arguments: both twins' base Layer and their schedule",
+    "huggingface": "the Hugging Face mappings: a package of one module per family (checked below)",
+}
+
+
+def _model_types(path):
+    """The Hugging Face ``model_type`` strings that ``path`` reads: the third argument of each
+    ``check_config(config, family, model_type, sizes)`` call."""
+    return {node.args[2].value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check_config"
+            and len(node.args) > 2 and isinstance(node.args[2], ast.Constant)}
+
+
+def misnamed_common_modules(root=ROOT):
+    """The modules (and packages) of ``course_pkg/common/`` named after no twin module
+    (``course_pkg/torch/<name>.py``) and not in ``COMMON_OTHERS``, and the modules of
+    ``common/huggingface/`` not named after the ``model_type`` they read."""
+    common = root / "course_pkg" / "common"
+    allowed = {path.stem for path in (root / "course_pkg" / "torch").glob("*.py")} | set(COMMON_OTHERS)
+    modules = [path for path in sorted(common.iterdir())
+               if path.suffix == ".py" or (path / "__init__.py").is_file()]
+    found = [_rel(path, root) for path in modules if path.stem not in allowed]
+    families = sorted((common / "huggingface").glob("*.py"))
+    return found + [_rel(path, root) for path in families
+                    if path.stem != "__init__" and path.stem not in _model_types(path)]
+
+
+def test_common_naming_check_finds_a_module_named_by_kind(tmp_path):
+    """Planted: modules named by kind (``checks``, a package ``image_checks``) and family modules
+    named after no family or another one are found; a twin's name, a listed other, a family's
+    ``model_type`` and a folder that is no package are not."""
+    _plant(tmp_path, "course_pkg/torch/attention.py", ["x = 1"])
+    for name in ("__init__", "attention", "arguments", "checks", "huggingface/__init__",
+                 "image_checks/__init__"):
+        _plant(tmp_path, f"course_pkg/common/{name}.py", ["x = 1"])
+    _plant(tmp_path, "course_pkg/common/__pycache__/checks.cpython-311.pyc", [""])
+    _plant(tmp_path, "course_pkg/common/huggingface/bert.py", ['check_config(config, "BERT", "bert", ())'])
+    _plant(tmp_path, "course_pkg/common/huggingface/llama_checkpoint.py",
+           ['check_config(config, "Llama", "llama", ())'])
+    _plant(tmp_path, "course_pkg/common/huggingface/helpers.py", ["x = 1"])
+    assert misnamed_common_modules(tmp_path) == [
+        "course_pkg/common/checks.py", "course_pkg/common/image_checks",
+        "course_pkg/common/huggingface/helpers.py", "course_pkg/common/huggingface/llama_checkpoint.py"]
+
+
+def test_common_modules_are_named_after_what_they_serve():
+    assert misnamed_common_modules() == [], (
+        "name a common/ module after the twin module it serves (or a huggingface/ module after its "
+        "model_type); a module that serves no single one goes in COMMON_OTHERS with its reason")
