@@ -363,7 +363,7 @@ def test_common_modules_import_no_framework(path):
 # The modules that serve no single twin module, and why each is here:
 COMMON_OTHERS = {
     "__init__": "the package itself: its docstring lists the modules and their roles",
-    "arguments": "the checks that three or more modules share (positive sizes, dropout, flags, ...)",
+    "arguments": "checks of no one concept that three or more modules use (positive sizes, dropout, ...)",
     "files": "atomic writes and the cache folder: for data, subword, exercises and the checkpoints",
     "config": "a layer's recorded constructor arguments: both twins' base Layer and their schedule",
     "huggingface": "the Hugging Face mappings: a package of one module per family (checked below)",

@@ -3,22 +3,27 @@
 ``course_pkg.torch`` and ``course_pkg.tensorflow`` turn their tensors' static facts (shapes,
 dtype names, Python numbers) into plain values and call these modules, so that the two
 implementations check, default, report and write files alike, with the very same messages.
-``course_pkg.data`` and ``course_pkg.exercises`` use them too. Nothing here imports a framework
-(``tests/test_imports.py`` and ``tests/test_layout.py`` check it); anything in the package may
-import these modules, and they import nothing of the package outside this folder but
-:mod:`course_pkg.interop` (the loaders of :mod:`~course_pkg.common.huggingface` set a built
-model's weights by their canonical names).
+``course_pkg.data``, ``course_pkg.subword`` and ``course_pkg.exercises`` use them too. Nothing
+here imports a framework (``tests/test_imports.py`` and ``tests/test_layout.py`` check it);
+anything in the package may import these modules, and they import nothing of the package outside
+this folder but :mod:`course_pkg.interop` (the loaders of :mod:`~course_pkg.common.huggingface`
+set a built model's weights by their canonical names).
 
 The modules are named by concept: each after the twin module it serves (``common/attention.py``
 serves ``torch/attention.py`` and ``tensorflow/attention.py``); a check that a second module uses
 too stays with its main user, which the other imports it from. ``tests/test_layout.py`` holds
 every module to a twin module's name, or to this short list of the others:
 
-- :mod:`~course_pkg.common.arguments`: the checks that three or more modules share (positive sizes,
-  dropout, flags, choices, epsilons, activations, pad ids, batch sizes, counts) and their constants;
+- :mod:`~course_pkg.common.arguments`: checks of no one concept that three or more modules use
+  (positive sizes, dropout, flags, choices, epsilons, activations, pad ids, batch sizes, counts);
 - :mod:`~course_pkg.common.files`: atomic file writes, the package's cache folder;
 - :mod:`~course_pkg.common.config`: a layer's configuration, its constructor's recorded arguments;
-- :mod:`~course_pkg.common.huggingface`: Hugging Face checkpoints mapped to the course's weight names.
+- :mod:`~course_pkg.common.huggingface`: Hugging Face checkpoints mapped to the course's weight names,
+  a package: its ``__init__`` the machinery every family shares (``Reader``, ``check_config``,
+  ``build_from_huggingface``), then one module per family, named after its ``model_type``:
+  :mod:`~course_pkg.common.huggingface.bert`, :mod:`~course_pkg.common.huggingface.gpt2`,
+  :mod:`~course_pkg.common.huggingface.vit`, :mod:`~course_pkg.common.huggingface.llama`,
+  :mod:`~course_pkg.common.huggingface.marian`.
 
 Those named after a twin module:
 

@@ -1,10 +1,11 @@
 """Argument checks that many modules share (framework-free, pure Python), and their constants.
 
 Positive sizes, dropout rates, flags, choices, norm epsilons, feed-forward activations, pad ids,
-batch sizes, feature widths, counts and num2words languages: checks that serve three or more
-modules (both twins' layers, ``course_pkg.data``, ``course_pkg.subword``), so that every caller
-refuses bad input with the very same message. A check that serves one concept lives in the
-``common`` module named after the twin module it serves (:mod:`course_pkg.common.attention`, ...).
+batch sizes, feature widths, counts and num2words languages: checks of no one concept that serve
+three or more modules (both twins' layers, ``course_pkg.data``, ``course_pkg.subword``), so that
+every caller refuses bad input with the very same message. A check of one concept lives in the
+``common`` module named after the twin module it serves (:mod:`course_pkg.common.attention`, ...),
+even when other modules use it too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The checks of attention (``attention``: scaled dot-product and multi-head attention).
 
 Heads that split ``d_model`` exactly, the masks' dtype, query/key/value shapes and dtypes that fit,
-grouped-query attention's key/value heads, and the rotary positions an attention reads. Each framework
-turns its tensors' static facts into plain values and calls these, so that both refuse alike.
+grouped-query attention's key/value heads (``llama`` checks its own with :func:`check_num_kv_heads`
+too), and the rotary positions an attention reads. Each framework turns its tensors' static facts
+into plain values and calls these, so that both refuse alike.
 """
 
 from __future__ import annotations
