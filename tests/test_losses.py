@@ -98,3 +98,28 @@ def test_loss_and_accuracy_reject_bad_dtypes_shapes_and_smoothing(fw):
         cp.masked_accuracy(fw.tensor(LABELS), fw.tensor(LOGITS[..., 0]))
     with pytest.raises(ValueError, match="label_smoothing"):
         cp.masked_loss(fw.tensor(LABELS), fw.tensor(LOGITS), label_smoothing=1.0)
+
+
+def test_reference_log_softmax_is_stable_for_large_logits_row_by_row():
+    """The shift by each row's own maximum is what keeps log-softmax finite: logits of 1000 overflow
+    exp() without it, and a row far below another's maximum underflows to -inf with one shift for
+    all (mutation testing found both slips uncaught)."""
+    logits = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0]])
+    expected = ref.log_softmax(np.array([2.0, 1.0, 0.0]))
+    np.testing.assert_allclose(ref.log_softmax(logits), [expected, expected], rtol=0, atol=1e-12)
+    columns = ref.log_softmax(logits.T, axis=0)
+    np.testing.assert_allclose(columns, np.stack([expected, expected], 1), rtol=0, atol=1e-12)
+
+
+def test_masked_loss_defaults_are_pad_id_0_and_no_smoothing_and_one_real_token_is_its_own_mean(fw):
+    """The defaults the chapters rely on (pad id 0, no label smoothing) and the mean over the real
+    tokens only, down to a single one (a mutant dividing by at least 2 survived the other tests)."""
+    labels = np.array([[3, 0, 0]])
+    logits = LOGITS[:1, :3]
+    one = -ref.log_softmax(logits[0, 0])[3]
+    for loss in (ref.masked_loss(labels, logits), fw.cp.masked_loss(fw.tensor(labels), fw.tensor(logits))):
+        assert as_float(loss) == pytest.approx(one, rel=1e-6)
+    explicit = ref.masked_loss(LABELS, LOGITS, pad_id=0, label_smoothing=0.0)
+    assert ref.masked_loss(LABELS, LOGITS) == explicit
+    got = fw.cp.masked_loss(fw.tensor(LABELS), fw.tensor(LOGITS))
+    assert as_float(got) == pytest.approx(explicit, rel=1e-6)

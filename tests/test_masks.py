@@ -87,6 +87,9 @@ def test_causal_padding_mask_matches_reference_and_the_combined_mask(fw, ref, pa
     assert got.dtype == np.float32 and got.shape == (2, 1, 6 - past, 6)
     np.testing.assert_array_equal(got, ref.create_combined_mask(toks)[:, :, past:])
     np.testing.assert_array_equal(got, ref.causal_padding_mask(pad, past))
+    if past == 0:  # the default: the whole sequence, no cached prefix
+        np.testing.assert_array_equal(fw.to_numpy(masks.causal_padding_mask(fw.tensor(pad))), got)
+        np.testing.assert_array_equal(ref.causal_padding_mask(pad), got)
 
 
 # ---------------------------------------------------------------- converters

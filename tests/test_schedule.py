@@ -16,6 +16,10 @@ def test_noam_schedule_follows_the_formula_and_peaks_at_warmup(fw):
     steps = np.arange(1, 12001, 50).tolist() + [3999, 4000, 4001]
     assert max(steps, key=lambda s: as_float(schedule(s))) == 4000
     assert as_float(schedule(4000)) == pytest.approx(512 ** -0.5 * 4000 ** -0.5, rel=1e-6)
+    # The paper's 4,000 warm-up steps are the default, in the twins and the reference.
+    assert as_float(fw.cp.NoamSchedule(512)(4000)) == as_float(schedule(4000))
+    peak = noam_learning_rate(4000, 512)
+    assert noam_learning_rate(4001, 512) < peak == noam_learning_rate(4000, 512, 4000)
 
 
 def test_noam_schedule_config_round_trips_and_rejects_zero_warmup(fw):
