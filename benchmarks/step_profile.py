@@ -33,8 +33,9 @@ COUNTED = {"launches": ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelE
            "item calls": ("aten::item",)}
 
 
-def models_and_batch(precision):
-    """Chapter 6's batch and one Trainer per model (course, reference), seeded alike."""
+def models_and_batch(precision, fused_adam=False):
+    """Chapter 6's batch and one Trainer per model (course, reference), seeded alike; with
+    ``fused_adam`` their Adam is ``torch.optim.Adam(fused=True)`` (one kernel for all tensors)."""
     import gpu_check
     import torch
     import training_speed
@@ -52,9 +53,16 @@ def models_and_batch(precision):
               "nn.Transformer": training_speed.torch_nn_transformer(
                   size["input_vocab_size"], size["target_vocab_size"], size["max_len"], size["d_model"],
                   size["num_heads"], size["num_layers"], size["dff"], size["dropout"])}
-    trainers = {name: cp.Trainer(model, peak_learning_rate=recipe["peak_learning_rate"],
-                                 warmup_steps=recipe["warmup"], label_smoothing=recipe["label_smoothing"],
-                                 seed=0, precision=precision) for name, model in models.items()}
+    trainers = {}
+    for name, model in models.items():
+        model.to("cuda" if torch.cuda.is_available() else "cpu")
+        optimizer, schedule = cp.make_optimizer(model, peak_learning_rate=recipe["peak_learning_rate"],
+                                                warmup_steps=recipe["warmup"])
+        if fused_adam:
+            optimizer = torch.optim.Adam(model.parameters(), **{**optimizer.defaults, "fused": True})
+            schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambdas[0])
+        trainers[name] = cp.Trainer(model, optimizer, schedule, label_smoothing=recipe["label_smoothing"],
+                                    seed=0, precision=precision)
     return trainers, batch
 
 
@@ -79,8 +87,10 @@ def summary(events, steps, top):
     calls = Counter({e.key: e.count for e in events})
     counts = {name: sum(calls[k] for k in keys) / steps for name, keys in COUNTED.items()}
     ops = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:top]
+    kernels = [e for e in events if str(getattr(e, "device_type", "")).endswith("CUDA")]
+    timed = kernels if device and kernels else events  # on a GPU the kernels: an op's self time repeats them
     return {"clock": "device" if device else "cpu",
-            "ms_per_step": sum(getattr(e, key) for e in events) / steps / 1e3,
+            "ms_per_step": sum(getattr(e, key) for e in timed) / steps / 1e3,
             **{f"{name} per step": round(n, 2) for name, n in counts.items()},
             "top": [{"op": e.key, "us per step": round(getattr(e, key) / steps, 1),
                      "calls per step": round(e.count / steps, 2)} for e in ops]}
@@ -106,6 +116,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--fused-adam", action="store_true", help="both models with Adam(fused=True)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     import torch
@@ -115,7 +126,7 @@ def main(argv=None):
     report = {"device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU",
               "torch": torch.__version__, "precisions": {}}
     for precision in args.precisions:
-        trainers, batch = models_and_batch(precision)
+        trainers, batch = models_and_batch(precision, args.fused_adam)
         results = {name: summary(profile_steps(trainer, batch, args.steps, args.warmup), args.steps, args.top)
                    for name, trainer in trainers.items()}
         report["precisions"][precision] = results
