@@ -8,16 +8,15 @@ One command for anyone with a GPU:
 
 What it does, in order:
 
-1. Executes a copy of each chapter notebook (``book/NN_*.ipynb``; ``book/`` is never written) with
-   nbclient in a fresh ``python3`` kernel of this interpreter, working in a temporary folder, once per
-   framework mode (``COURSE_FRAMEWORK=pytorch`` or ``tensorflow`` in the kernel's environment: the
-   set-up cell skips the other framework's cells), with a per-cell timeout (``--cell-timeout``).
-   A last cell appended to the copy prints the peak GPU memory (``torch.cuda.max_memory_allocated()``
-   in PyTorch mode, ``tf.config.experimental.get_memory_info("GPU:0")["peak"]`` in TensorFlow mode;
-   "n/a" on a CPU). Per chapter and mode it records the wall time, the peak GPU memory, the cells that
-   raised (errors), and the claim lines: output lines ending in ": True" or ": False". A ": False" in
-   a cell tagged ``claim`` is a failed claim (listed; it fails the check); one in another cell is
-   listed only.
+1. Runs each chapter notebook (``book/NN_*.ipynb``) top to bottom, once per framework mode, with a
+   per-cell timeout (``--cell-timeout``): ``chapter_runs.run_chapter``, a copy executed with nbclient in
+   a fresh kernel of this interpreter (``COURSE_FRAMEWORK=pytorch`` or ``tensorflow``; ``book/`` is
+   never written). Per chapter and mode it records the wall time (the kernel's start-up included),
+   the kernel's CPU seconds (``time.process_time()``, all its threads, from the set-up cell to the
+   last cell: the start-up left out), the slowest cell (its id and wall seconds, from the timestamps
+   nbclient records), the peak GPU memory ("n/a" on a CPU), the cells that raised (errors), and the
+   claim lines: output lines ending in ": True" or ": False". A ": False" in a cell tagged ``claim``
+   is a failed claim (listed; it fails the check); one in another cell is listed only.
 2. Times chapter 6's training step (the chapter's Transformer and batch of 128 number pairs, one
    ``course_pkg.torch.Trainer.train_step``) against a model of the same size built on
    ``torch.nn.Transformer`` (``training_speed.torch_nn_transformer``), in fp32 and bf16
@@ -44,14 +43,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -59,38 +54,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-BOOK = ROOT / "book"
-FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+sys.path.insert(0, str(HERE))  # chapter_runs (and, in main, training_speed, translation_accuracy)
+from chapter_runs import (  # noqa: E402
+    BOOK,
+    FRAMEWORK_NAMES,
+    ROOT,
+    choose_frameworks,
+    claims_text,
+    find_chapters,
+    problems_text,
+    progress_line,
+    run_chapter,
+    seconds,
+    slowest_text,
+    version,
+)
+
 PRECISIONS = ("fp32", "bf16")
 QUICK_CHAPTERS = (3,)
 QUICK_RECIPE_STEPS = 100
 TARGET_EXACT = 0.99
-MARK = "GPU_CHECK"  # the appended cell's lines start with it
-
-# The last cell of each copy: the peak GPU memory of the mode's framework, and the kernel's Python.
-PEAK_CELL = {
-    "pytorch": """\
-import sys as _sys
-_torch = _sys.modules.get("torch")
-if _torch is not None and _torch.cuda.is_available():
-    print("{mark} peak", _torch.cuda.max_memory_allocated())
-else:
-    print("{mark} peak n/a")
-print("{mark} python", _sys.executable)
-""",
-    "tensorflow": """\
-import sys as _sys
-_tf = _sys.modules.get("tensorflow")
-if _tf is not None and _tf.config.list_physical_devices("GPU"):
-    print("{mark} peak", _tf.config.experimental.get_memory_info("GPU:0")["peak"])
-else:
-    print("{mark} peak n/a")
-print("{mark} python", _sys.executable)
-""",
-}
-
-
 # --------------------------------------------------------------------------- set-up
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -127,142 +110,6 @@ def parse_args(argv=None):
     args.cell_timeout = args.cell_timeout or (300 if args.quick else 1800)
     args.rounds = args.rounds or (1 if args.quick else 5)
     return args
-
-
-def version(package):
-    """The installed version of ``package`` (without importing it), or None."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def tensorflow_sees_gpu():
-    """Whether TensorFlow, imported in a separate process, lists a GPU (False where it is absent)."""
-    if importlib.util.find_spec("tensorflow") is None:
-        return False
-    probe = "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))"
-    try:
-        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        return False
-    return result.returncode == 0 and result.stdout.strip().splitlines()[-1:] not in ([], ["0"])
-
-
-def choose_frameworks(args):
-    """The modes to run: the ones asked for, else PyTorch and, where it sees a GPU, TensorFlow."""
-    if args.frameworks:
-        missing = [f for f in args.frameworks
-                   if importlib.util.find_spec("torch" if f == "pytorch" else "tensorflow") is None]
-        if missing:
-            raise SystemExit(f"gpu_check: {', '.join(FRAMEWORK_NAMES[f] for f in missing)} is not installed")
-        return list(dict.fromkeys(args.frameworks))
-    return ["pytorch"] + (["tensorflow"] if not args.quick and tensorflow_sees_gpu() else [])
-
-
-def find_chapters(numbers):
-    chapters = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
-    if numbers is None:
-        return chapters
-    chosen = [p for p in chapters if int(p.name[:2]) in numbers]
-    unknown = sorted(set(numbers) - {int(p.name[:2]) for p in chosen})
-    if unknown:
-        raise SystemExit(f"gpu_check: no chapter {', '.join(map(str, unknown))} under {BOOK}")
-    return chosen
-
-
-# --------------------------------------------------------------------------- 1. the chapters
-def kernel_manager(folder):
-    """A KernelManager whose ``python3`` kernel is this interpreter (a kernelspec written in ``folder``,
-    so that another ``python3`` kernelspec installed on the machine is not used)."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    spec = Path(folder) / "kernels" / "python3"
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (gpu_check)", "language": "python"}), encoding="utf-8")
-    specs = KernelSpecManager(kernel_dirs=[str(spec.parent)], ensure_native_kernel=False)
-    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
-
-
-def cell_text(cell):
-    """The text a code cell printed (streams and plain-text results)."""
-    parts = []
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            parts.append(output.get("text", ""))
-        elif output.get("output_type") in ("execute_result", "display_data"):
-            parts.append(output.get("data", {}).get("text/plain", ""))
-    return "".join(parts)
-
-
-def read_results(notebook):
-    """Errors, claims and the appended cell's lines of an executed notebook."""
-    errors, claims, failed, other_false = [], [0, 0], [], []
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code":
-            continue
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                errors.append({"cell": index, "id": cell.get("id", ""),
-                               "error": f"{output.get('ename')}: {str(output.get('evalue', ''))[:200]}"})
-        tagged = "claim" in cell.get("metadata", {}).get("tags", [])
-        for line in cell_text(cell).splitlines():
-            line = line.rstrip()
-            if line.endswith((": True", ": False")):
-                claims[line.endswith(": True")] += 1
-            if line.endswith(": False"):
-                (failed if tagged else other_false).append({"cell": index, "id": cell.get("id", ""),
-                                                            "line": line})
-    extra = {}
-    for line in cell_text(notebook.cells[-1]).splitlines():
-        if line.startswith(MARK + " "):
-            key, _, value = line[len(MARK) + 1:].partition(" ")
-            extra[key] = value
-    return errors, {"lines": sum(claims), "true": claims[1]}, failed, other_false, extra
-
-
-def run_chapter(path, framework, cell_timeout, keep=None):
-    """Execute a copy of one chapter in ``framework``'s mode; its results as a dict."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    notebook = nbformat.read(path, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell(PEAK_CELL[framework].replace("{mark}", MARK)))
-    # The repository's course_pkg first (not another one installed, and no install from the set-up cell).
-    path_entries = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = dict(os.environ, COURSE_FRAMEWORK=framework, MPLBACKEND="agg",
-               PYTHONPATH=os.pathsep.join(path_entries))
-    stopped = None
-    with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
-        work = Path(folder) / "work"
-        work.mkdir()
-        client = NotebookClient(notebook, km=kernel_manager(folder), kernel_name="python3",
-                                timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
-                                shutdown_kernel="immediate", resources={"metadata": {"path": str(work)}})
-        start = time.perf_counter()
-        try:
-            client.execute(env=env, stderr=subprocess.DEVNULL)
-        except CellTimeoutError:
-            stopped = f"a cell ran over the {cell_timeout}-s timeout"
-        except DeadKernelError:
-            stopped = "the kernel died"
-        wall = time.perf_counter() - start
-    errors, claims, failed, other_false, extra = read_results(notebook)
-    if stopped:
-        errors.append({"cell": None, "id": "", "error": stopped})
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook, keep / f"{path.stem}.{framework}.ipynb")
-    peak = extra.get("peak", "n/a")
-    return {"chapter": path.stem, "framework": framework, "wall_s": round(wall, 2),
-            "peak_gpu_bytes": int(peak) if peak.isdigit() else None,
-            "errors": errors, "claim_lines": claims["lines"], "claims_true": claims["true"],
-            "failed_claims": failed, "false_lines_untagged": other_false,
-            "kernel_python": extra.get("python"), "ok": not errors and not failed}
 
 
 # --------------------------------------------------------------------------- 2. chapter 6's step
@@ -356,23 +203,20 @@ def table(results):
     lines = [f"**GPU check** · device: {results['device']} · date: {results['date']} · torch {v['torch']} · "
              f"TensorFlow {tf} · Python {v['python']} · frameworks run: "
              f"{', '.join(FRAMEWORK_NAMES[f] for f in results['frameworks']) or 'none'}", "",
-             "| check | framework | wall s | peak GPU memory | errors | claims | result |",
-             "|---|---|---:|---:|---:|---|---|"]
+             "| check | framework | wall s | CPU s | slowest cell | peak GPU memory | errors | claims "
+             "| result |",
+             "|---|---|---:|---:|---|---:|---:|---|---|"]
     for c in results["chapters"]:
-        claims = f"{c['claims_true']}/{c['claim_lines']} True"
-        if c["false_lines_untagged"]:
-            claims += f" ({len(c['false_lines_untagged'])} False outside `claim` cells)"
-        problems = [f"cell {e['cell']} ({e['id']}): {e['error']}" for e in c["errors"][:3]]
-        problems += [f"cell {f['cell']} ({f['id']}): {f['line']}" for f in c["failed_claims"]]
-        result = "ok" if c["ok"] else "FAILED: " + "; ".join(problems).replace("|", "\\|")
+        result = "ok" if c["ok"] else "FAILED: " + problems_text(c)
         lines.append(f"| chapter {c['chapter']} | {FRAMEWORK_NAMES[c['framework']]} | {c['wall_s']:.1f} | "
-                     f"{memory(c['peak_gpu_bytes'])} | {len(c['errors'])} | {claims} | {result} |")
+                     f"{seconds(c.get('cpu_s'))} | {slowest_text(c)} | {memory(c['peak_gpu_bytes'])} | "
+                     f"{len(c['errors'])} | {claims_text(c)} | {result} |")
     for s in results["training_step"]:
         name = f"ch. 6 training step, {s['precision']}, batch {s['batch']}"
         if "skipped" in s:
-            lines.append(f"| {name} | PyTorch | | | | | skipped: {s['skipped']} |")
+            lines.append(f"| {name} | PyTorch | | | | | | | skipped: {s['skipped']} |")
             continue
-        lines.append(f"| {name} | PyTorch | | {memory(s['peak_gpu_bytes'])} | | | course "
+        lines.append(f"| {name} | PyTorch | | | | {memory(s['peak_gpu_bytes'])} | | | course "
                      f"{s['course_ms']:.2f} ms, torch.nn.Transformer {s['reference_ms']:.2f} ms "
                      f"({s['clock']} time): ratio {s['ratio']:.2f} |")
     r = results["recipe"]
@@ -382,7 +226,8 @@ def table(results):
                 f"({reached['wall_s']:.1f} s wall, {reached['cpu_s']:.1f} s CPU of training)" if reached
                 else f"did not reach {100 * r['target_exact']:g}%")
         lines.append(f"| ch. 6 recipe, {r['steps']} steps, seed {r['seed']} | PyTorch | {r['wall_s']:.1f} | "
-                     f"{memory(r['peak_gpu_bytes'])} | | | exact match {100 * r['exact']:.2f}%; {when} |")
+                     f"{r['cpu_s']:.1f} | | {memory(r['peak_gpu_bytes'])} | | | exact match "
+                     f"{100 * r['exact']:.2f}%; {when} |")
     verdict = "ok" if results["ok"] else "FAILED"
     if not results.get("complete", True):
         verdict = "INCOMPLETE (stopped part-way)"
@@ -435,7 +280,7 @@ def main(argv=None):
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("gpu_check: --device cuda, but PyTorch sees no CUDA device")
     started = time.perf_counter()
-    frameworks = choose_frameworks(args) if not args.skip_notebooks else []
+    frameworks = [] if args.skip_notebooks else choose_frameworks(args.frameworks, probe_gpu=not args.quick)
     chapters = find_chapters(args.chapters or (list(QUICK_CHAPTERS) if args.quick else None))
     cuda = torch.cuda.is_available()
     if args.torch_threads or not cuda:
@@ -454,9 +299,7 @@ def main(argv=None):
             print(f"running {path.name} in {FRAMEWORK_NAMES[framework]} mode ...", flush=True)
             run = run_chapter(path, framework, args.cell_timeout, args.keep)
             results["chapters"].append(run)
-            print(f"  {run['wall_s']:.1f} s, {len(run['errors'])} errors, {run['claims_true']}/"
-                  f"{run['claim_lines']} claim lines True, {len(run['failed_claims'])} failed claims",
-                  flush=True)
+            print(progress_line(run), flush=True)
             save(finish(results, started), args.json)
     if not args.skip_timings:
         print("timing chapter 6's training step ...", flush=True)
