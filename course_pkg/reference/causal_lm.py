@@ -1,5 +1,5 @@
 """The plumbing of the decoder-only language models (:func:`~course_pkg.reference.gpt.gpt`,
-:func:`~course_pkg.reference.llama.llama`): their inputs, the positions that count real tokens
+``course_pkg.reference.llama.llama``): their inputs, the positions that count real tokens
 only, the LM head, the sampling filters and the distributions that top-k and top-p sampling draw
 from. Their mask is :func:`~course_pkg.reference.masks.causal_padding_mask`.
 

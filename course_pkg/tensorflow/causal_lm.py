@@ -173,8 +173,10 @@ class CausalLM(Model):
             prompt_tokens: the prompts (batch, prompt), at least one real token each.
             max_new_tokens: tokens to add; ``prompt + max_new_tokens <= max_len``.
             temperature: divides the logits before sampling (< 1 sharper, > 1 flatter).
-            top_k: sample among the ``top_k`` most likely tokens only (:func:`top_k_filter`).
-            top_p: sample in the nucleus of probability ``top_p`` (:func:`top_p_filter`).
+            top_k: sample among the ``top_k`` most likely tokens only
+                (:func:`~course_pkg.tensorflow.top_k_filter`).
+            top_p: sample in the nucleus of probability ``top_p``
+                (:func:`~course_pkg.tensorflow.top_p_filter`).
             do_sample: sample (True) or take the most likely token (False, greedy;
                 temperature, top_k and top_p are then ignored).
             seed: seed of the sampler (NumPy's ``default_rng``): the same seed, weights and

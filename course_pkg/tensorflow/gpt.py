@@ -58,7 +58,8 @@ class GPT(CausalLM):
     Call:
         ``gpt(tokens, padding_mask=None, return_attention=False)`` returns the
         next-token logits at every position (and the list of attention maps).
-        :meth:`generate` (:class:`CausalLM`'s) continues prompts;
+        :meth:`~course_pkg.tensorflow.causal_lm.CausalLM.generate` (the base class's)
+        continues prompts;
         :meth:`init_cache`/:meth:`decode_step` decode with a key/value cache.
 
     Shape:

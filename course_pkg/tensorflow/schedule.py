@@ -49,7 +49,7 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self):
         """The constructor's arguments, defaults included (as Keras' ``get_config``), recorded by
-        :func:`~course_pkg.common.config.record_arguments` (a schedule has no course base class)."""
+        ``course_pkg.common.config.record_arguments`` (a schedule has no course base class)."""
         return recorded_arguments(self)
 
 

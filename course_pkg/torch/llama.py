@@ -140,8 +140,9 @@ class Llama(CausalLM):
 
     Call:
         ``llama(tokens, padding_mask=None, return_attention=False)`` returns the next-token
-        logits at every position (and the list of attention maps). :meth:`generate`
-        (:class:`CausalLM`'s, GPT's loop) continues prompts; :meth:`init_cache`/:meth:`decode_step`
+        logits at every position (and the list of attention maps).
+        :meth:`~course_pkg.torch.causal_lm.CausalLM.generate` (the base class's, GPT's loop)
+        continues prompts; :meth:`init_cache`/:meth:`decode_step`
         decode with a key/value cache that keeps ``num_kv_heads`` heads.
 
     Shape:

@@ -47,7 +47,7 @@ class NoamSchedule:
 
     def get_config(self):
         """The constructor's arguments, defaults included (as Keras' ``get_config``), recorded by
-        :func:`~course_pkg.common.config.record_arguments` (a schedule has no course base class)."""
+        ``course_pkg.common.config.record_arguments`` (a schedule has no course base class)."""
         return recorded_arguments(self)
 
 

@@ -66,7 +66,7 @@ def split_source(source, config=None):
 
 
 def course_activation(name):
-    """The course's FeedForward activation of a Hugging Face activation name (:data:`ACTIVATIONS`)."""
+    """The course's FeedForward activation of a Hugging Face activation name (``ACTIVATIONS``)."""
     if name not in ACTIVATIONS:
         raise ValueError(f"activation {name!r} of the checkpoint has no course counterpart; "
                          f"supported: {sorted(ACTIVATIONS)}")
