@@ -370,3 +370,22 @@ def test_time_command_reports_timeouts_and_errors(tmp_path, capsys):
     assert "ERROR in cell 1 (c1): NotImplementedError" in out  # outside an exercise: unexpected
     assert "ERROR in cell 2 (c2): timeout (> 2 s)" in out
     assert "3 code cells" in out  # the run stops at the timeout
+
+
+def test_timed_run_runs_every_code_cell_including_a_last_one(tmp_path):
+    """run_timed's CPU probe runs in a cell of its own: a notebook that ends with a code cell (as
+    chapter 7 does) has that cell run and timed, not replaced by the probe (nbclient stores an
+    executed cell at the index it is given)."""
+    import nbformat
+
+    from course_pkg.exercises.cell_times import run_timed
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("text"),
+                      nbformat.v4.new_code_cell("print('last', x)\nraise ValueError('seen')")]
+    path = tmp_path / "ends_with_code.ipynb"
+    nbformat.write(notebook, path)
+    runs = run_timed(path, timeout=STALL_TIMEOUT)
+    assert [(r.index, r.first_line) for r in runs] == [(0, "x = 1"), (2, "print('last', x)")]
+    assert runs[-1].error == "ValueError: seen" and runs[0].error == ""
+    assert all(r.cpu >= 0 for r in runs) and len(nbformat.read(path, as_version=4).cells) == 3

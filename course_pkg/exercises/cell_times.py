@@ -72,7 +72,8 @@ def run_timed(path, timeout=CELL_TIME_LIMIT, kernel_name="python3", indices=None
                                 resources={"metadata": {"path": str(path.parent.resolve())}})
         with client.setup_kernel(stderr=subprocess.DEVNULL):
             probe = nbformat.v4.new_code_cell(_PROBE.replace("{path!r}", repr(str(cpu_file))))
-            client.execute_cell(probe, -1)
+            notebook.cells.append(probe)  # its own place: nbclient stores an executed cell at its index
+            client.execute_cell(probe, len(notebook.cells) - 1)
             for index in code:
                 cell = notebook.cells[index]
                 lines = source_text(cell).strip().splitlines()
