@@ -33,6 +33,7 @@ MODULES += ["course_pkg/common/decoding.py", "course_pkg/subword/bpe.py", "cours
             "course_pkg/exercises/comparison.py"]
 TESTS = ["tests/test_masks.py", "tests/test_attention.py", "tests/test_parity.py", "tests/test_losses.py",
          "tests/test_schedule.py", "tests/test_decoding.py", "tests/test_search.py",
+         "tests/test_bad_input_decoding.py", "tests/test_exercise_answers.py",
          "tests/test_subword_parity.py", "tests/test_bad_input_subword.py", "tests/test_subword_bad_args.py",
          "tests/test_exercises.py", "tests/test_grader_hardening.py",
          "tests/test_grader_tolerances.py"]
