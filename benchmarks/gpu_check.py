@@ -119,19 +119,40 @@ def recipe_model_size(recipe, src_vocab, tgt_vocab, max_len):
                 target_vocab_size=len(tgt_vocab), max_len=max_len)
 
 
-def time_training_step(precisions, rounds, warmup, calls):
-    """Median seconds per training step of the course's Transformer and of torch.nn.Transformer."""
-    import torch
-    import training_speed
+def chapter6_step_inputs():
+    """Chapter 6's recipe, its batch of number pairs as the chapter times it, and its model size."""
     import translation_accuracy
 
-    from course_pkg import torch as cp
     from course_pkg.data import encode_pairs
 
     recipe = translation_accuracy.RECIPE
     corpus, src_vocab, tgt_vocab = translation_accuracy.number_data()
-    batch = encode_pairs(corpus.train[:recipe["batch"]], src_vocab, tgt_vocab)  # as chapter 6 times it
-    size = recipe_model_size(recipe, src_vocab, tgt_vocab, translation_accuracy.MAX_LEN)
+    batch = encode_pairs(corpus.train[:recipe["batch"]], src_vocab, tgt_vocab)
+    return recipe, batch, recipe_model_size(recipe, src_vocab, tgt_vocab, translation_accuracy.MAX_LEN)
+
+
+def chapter6_models(size):
+    """The course's Transformer and one of the same size on torch.nn.Transformer, seeded alike."""
+    import torch
+    import training_speed
+
+    from course_pkg import torch as cp
+
+    torch.manual_seed(0)
+    return {"course": cp.Transformer(**size),
+            "reference": training_speed.torch_nn_transformer(
+                size["input_vocab_size"], size["target_vocab_size"], size["max_len"], size["d_model"],
+                size["num_heads"], size["num_layers"], size["dff"], size["dropout"])}
+
+
+def time_training_step(precisions, rounds, warmup, calls):
+    """Median seconds per training step of the course's Transformer and of torch.nn.Transformer."""
+    import torch
+    import training_speed
+
+    from course_pkg import torch as cp
+
+    recipe, batch, size = chapter6_step_inputs()
     cuda = torch.cuda.is_available()
     clock = "wall" if cuda else "cpu"
     rows = []
@@ -141,11 +162,7 @@ def time_training_step(precisions, rounds, warmup, calls):
         if precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
             rows.append(dict(row, skipped="this GPU has no bfloat16"))
             continue
-        torch.manual_seed(0)
-        models = {"course": cp.Transformer(**size),
-                  "reference": training_speed.torch_nn_transformer(
-                      size["input_vocab_size"], size["target_vocab_size"], size["max_len"], size["d_model"],
-                      size["num_heads"], size["num_layers"], size["dff"], size["dropout"])}
+        models = chapter6_models(size)
         steps = {}
         for name, model in models.items():
             trainer = cp.Trainer(model, peak_learning_rate=recipe["peak_learning_rate"],

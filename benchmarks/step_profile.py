@@ -38,21 +38,12 @@ def models_and_batch(precision, fused_adam=False):
     ``fused_adam`` their Adam is ``torch.optim.Adam(fused=True)`` (one kernel for all tensors)."""
     import gpu_check
     import torch
-    import training_speed
-    import translation_accuracy
 
     from course_pkg import torch as cp
-    from course_pkg.data import encode_pairs
 
-    recipe = translation_accuracy.RECIPE
-    corpus, src_vocab, tgt_vocab = translation_accuracy.number_data()
-    batch = encode_pairs(corpus.train[:recipe["batch"]], src_vocab, tgt_vocab)
-    size = gpu_check.recipe_model_size(recipe, src_vocab, tgt_vocab, translation_accuracy.MAX_LEN)
-    torch.manual_seed(0)
-    models = {"course": cp.Transformer(**size),
-              "nn.Transformer": training_speed.torch_nn_transformer(
-                  size["input_vocab_size"], size["target_vocab_size"], size["max_len"], size["d_model"],
-                  size["num_heads"], size["num_layers"], size["dff"], size["dropout"])}
+    recipe, batch, size = gpu_check.chapter6_step_inputs()
+    models = gpu_check.chapter6_models(size)
+    models["nn.Transformer"] = models.pop("reference")
     trainers = {}
     for name, model in models.items():
         model.to("cuda" if torch.cuda.is_available() else "cpu")
